@@ -1,0 +1,171 @@
+"""Load and validate a pipeline config; derive one experiment's settings from it.
+
+The same functions serve the command line and the Snakemake workflow, so a
+config that one accepts the other accepts too. Nothing here imports torch:
+hardware env vars must be set before torch loads.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
+
+MEASURE_DEFAULTS: dict[str, Any] = {
+    "warmup": 10,
+    "iterations": 20,
+    "min_time_s": 1.0,
+    "max_iterations": 1000,
+    "interleave_block": 5,
+    "timeout_s": 3600.0,
+    "fullgraph": False,
+    "bootstrap_resamples": 2000,
+    "private_cache": True,
+}
+
+CPU_HARDWARE: dict[str, Any] = {"device": "cpu", "optional": False, "env": {}, "resources": {}}
+
+
+class UserError(ValueError):
+    """Bad input from the user; the message is one paragraph naming the key or file."""
+
+
+class ConfigError(UserError):
+    """A config that cannot run."""
+
+
+def _extend_with_defaults(validator_class):
+    """A validator that also fills in the schema's `default` values (as Snakemake does)."""
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, subschema in properties.items():
+                if "default" in subschema and name not in instance:
+                    instance[name] = copy.deepcopy(subschema["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+_Validator = _extend_with_defaults(jsonschema.Draft7Validator)
+
+
+def _schema() -> dict:
+    return yaml.safe_load(SCHEMA_PATH.read_text())
+
+
+def _key(path) -> str:
+    return ".".join(str(p) for p in path) or "(top level)"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    """One paragraph: the key, what was found, what was expected."""
+    key = _key(error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed))
+        where = "" if key == "(top level)" else f" under `{key}`"
+        return (
+            f"Unknown config key{'s' if len(extra) > 1 else ''} {', '.join(f'`{e}`' for e in extra)}{where}; "
+            f"expected one of: {', '.join(allowed)}."
+        )
+    if error.validator == "propertyNames":
+        return (
+            f"Invalid name {error.instance!r} under config key `{key}`: expected "
+            f"{error.schema.get('description', 'a plain name')}."
+        )
+    if error.validator == "required":
+        return f"Config key `{key}` is incomplete: {error.message}."
+    expected = error.schema.get("description")
+    found = f"got {error.instance!r}" if not isinstance(error.instance, dict) else error.message
+    hint = f"expected {expected}" if expected else error.message
+    return f"Config key `{key}` is invalid: {found}; {hint}."
+
+
+def validate(config: dict) -> dict:
+    """Validate in place against the schema (filling defaults), then check what a schema cannot."""
+    errors = sorted(_Validator(_schema()).iter_errors(config), key=lambda e: len(list(e.absolute_path)))
+    if errors:
+        raise ConfigError(_describe(errors[0]))
+    if not config["models"]:
+        raise ConfigError("Config key `models` is empty: expected at least one model entry.")
+    config["hardware"].setdefault("cpu", copy.deepcopy(CPU_HARDWARE))
+    for name, model in config["models"].items():
+        _check_model(name, model)
+    return config
+
+
+def _check_model(name: str, model: dict) -> None:
+    key = f"models.{name}"
+    if model["source"] == "torchvision" and model["task"] != "image-classification":
+        raise ConfigError(
+            f"Config key `{key}.task` is {model['task']!r}, but torchvision models here are "
+            "classifiers: expected image-classification."
+        )
+    weights = model["weights"]
+    if weights not in ("random", "pretrained") and not Path(weights).exists():
+        raise ConfigError(
+            f"Config key `{key}.weights` names {weights!r}, which does not exist: expected random, "
+            "pretrained, or the path of a state dict file or a save_pretrained directory."
+        )
+    if weights == "pretrained" and model["source"] == "transformers":
+        for field in ("hub_id", "revision"):
+            if field not in model:
+                raise ConfigError(
+                    f"Config key `{key}.{field}` is missing: pretrained transformers weights need "
+                    "`hub_id` and a pinned `revision` so that a rerun loads the same weights."
+                )
+
+
+def load(path: str | Path) -> dict:
+    """Read a YAML config file and validate it."""
+    path = Path(path)
+    try:
+        config = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"Config file {path} does not exist.") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"Config file {path} is not valid YAML: {exc}") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"Config file {path} must hold a mapping of keys, not {type(config).__name__}.")
+    return validate(config)
+
+
+def measure_settings(config: dict, model: str) -> dict:
+    """Measurement settings of one model: defaults, then global `measure`, then the model's own."""
+    return {**MEASURE_DEFAULTS, **config["measure"], **config["models"][model].get("measure", {})}
+
+
+def model_modes(config: dict, model: str) -> list[str]:
+    return config["models"][model].get("modes", config["modes"])
+
+
+def experiment(config: dict, model: str, mode: str, hardware: str, *, any_mode: bool = False) -> dict:
+    """Everything one benchmark job depends on, and nothing else."""
+    if model not in config["models"]:
+        raise ConfigError(f"Model {model!r} is not under config key `models`: expected one of {', '.join(config['models'])}.")
+    if hardware not in config["hardware"]:
+        raise ConfigError(
+            f"Hardware {hardware!r} is not under config key `hardware`: expected one of {', '.join(config['hardware'])}."
+        )
+    if not any_mode and mode not in model_modes(config, model):
+        raise ConfigError(
+            f"Mode {mode!r} is not among the modes of `models.{model}`: expected one of "
+            f"{', '.join(model_modes(config, model))}."
+        )
+    spec = {k: v for k, v in config["models"][model].items() if k not in ("measure", "modes")}
+    return {
+        "model": model,
+        "mode": mode,
+        "hardware": hardware,
+        "seed": config["seed"],
+        "spec": spec,
+        "measure": measure_settings(config, model),
+        "device": config["hardware"][hardware]["device"],
+    }

@@ -1,0 +1,136 @@
+"""The environment record of a hardware entry: what produced the numbers."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import re
+import subprocess
+from pathlib import Path
+
+import torch
+
+from .config import UserError
+
+KERNEL_ENV_VARS = ("DNNL_DEFAULT_FPMATH_MODE", "LRU_CACHE_CAPACITY", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
+PACKAGES = ("compilebench", "torch", "torchvision", "transformers", "numpy", "scipy", "pandas", "snakemake", "triton")
+BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16", "bf16", "sve_bf16")
+
+
+class HardwareError(UserError):
+    """A hardware entry whose device is not there."""
+
+
+def cpu_info() -> dict:
+    """CPU model and the flags that decide whether bf16 fast math is native."""
+    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    name = re.search(r"^(?:model name|Model|Hardware)\s*:\s*(.+)$", text, re.M)
+    flags_line = re.search(r"^(?:flags|Features)\s*:\s*(.+)$", text, re.M)
+    flags = set(flags_line.group(1).split()) if flags_line else set()
+    return {
+        "model": name.group(1).strip() if name else platform.processor() or platform.machine(),
+        "arch": platform.machine(),
+        "logical_cores": os.cpu_count(),
+        "bf16_native": bool(flags & set(BF16_CPU_FLAGS)),
+        "amx": "amx_tile" in flags,
+        "bf16_flags": sorted(flags & set(BF16_CPU_FLAGS)),
+        "capability": torch.backends.cpu.get_cpu_capability(),
+    }
+
+
+def accelerator_info() -> dict | None:
+    if not torch.cuda.is_available():
+        return None
+    props = torch.cuda.get_device_properties(0)
+    return {
+        "runtime": "hip" if torch.version.hip else "cuda",
+        "runtime_version": torch.version.hip or torch.version.cuda,
+        "name": props.name,
+        "count": torch.cuda.device_count(),
+        "memory_bytes": props.total_memory,
+        "capability": f"{props.major}.{props.minor}",
+    }
+
+
+def check_device(hardware: str, device: str) -> None:
+    """Fail, naming the entry and what was looked for, when the device is absent."""
+    if device == "cuda" and not torch.cuda.is_available():
+        raise HardwareError(
+            f"Hardware entry `hardware.{hardware}` asks for device `cuda`, but torch {torch.__version__} "
+            "sees no CUDA or ROCm GPU here (torch.cuda.is_available() is False): run on a machine with "
+            f"one, mark the entry `optional: true`, or remove it."
+        )
+
+
+def validate(hardware: str, device: str) -> None:
+    """torch >= 2.0, the device present, and a tiny torch.compile that gives the right answer there."""
+    major = int(torch.__version__.split(".")[0])
+    if major < 2:
+        raise HardwareError(f"Hardware entry `hardware.{hardware}` runs torch {torch.__version__}: expected torch >= 2.0.")
+    check_device(hardware, device)
+    x = torch.arange(8.0, device=device)
+    compiled = torch.compile(lambda t: torch.sin(t) * 2 + 1, backend="inductor")
+    if not torch.allclose(compiled(x), torch.sin(x) * 2 + 1, atol=1e-5):
+        raise HardwareError(f"Hardware entry `hardware.{hardware}`: a tiny torch.compile gave a wrong answer on {device}.")
+
+
+def code_revision() -> dict:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True).stdout
+        return {"commit": commit, "dirty": bool(dirty.strip())}
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": None, "dirty": None}
+
+
+def package_versions() -> dict:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def slurm_info() -> dict | None:
+    if "SLURM_JOB_ID" not in os.environ:
+        return None
+    return {key: os.environ.get(f"SLURM_{key.upper()}") for key in ("job_id", "job_partition", "job_nodelist")}
+
+
+def record(hardware: str, entry: dict) -> dict:
+    """Everything about this machine that can change a measurement."""
+    device = entry["device"]
+    return {
+        "schema": 1,
+        "hardware": hardware,
+        "device": device,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "hostname": platform.node(),
+        "cpu": cpu_info(),
+        "accelerator": accelerator_info(),
+        "threads": torch.get_num_threads(),
+        "configured_env": {k: str(v) for k, v in entry.get("env", {}).items()},
+        "kernel_env": {k: os.environ.get(k) for k in KERNEL_ENV_VARS},
+        "inductor_env": {k: v for k, v in os.environ.items() if k.startswith("TORCHINDUCTOR_")},
+        "packages": package_versions(),
+        "code": code_revision(),
+        "slurm": slurm_info(),
+    }
+
+
+def summary(full: dict) -> dict:
+    """What a result file carries inline; the full record is a file beside it."""
+    accelerator = full.get("accelerator") or {}
+    return {
+        "hardware": full["hardware"],
+        "torch": full["torch"],
+        "device_name": accelerator.get("name") or full["cpu"]["model"],
+        "threads": full["threads"],
+        "code": full["code"]["commit"],
+    }

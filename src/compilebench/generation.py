@@ -1,0 +1,84 @@
+"""Greedy text generation with a static KV cache, timed per token."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import nn
+
+from .timing import Clock
+
+
+@dataclass
+class Generation:
+    tokens: torch.Tensor  # (batch, new_tokens)
+    prefill_logits: torch.Tensor  # logits of the last prompt position
+    token_ms: list[float]  # per new token; the first includes the prefill (time to first token)
+
+
+class GreedyGenerator:
+    """A fixed number of new tokens (min = max), one `step` call per token.
+
+    `step` is the model's forward, eager or compiled; the cache is static so
+    that a compiled decode step keeps one shape and never recompiles.
+    """
+
+    def __init__(self, model: nn.Module, step: Callable, prompt: torch.Tensor, new_tokens: int, clock: Clock):
+        from transformers import StaticCache
+
+        self.step, self.prompt, self.new_tokens, self.clock = step, prompt, new_tokens, clock
+        self.cache = StaticCache(config=model.config, max_cache_len=prompt.shape[1] + new_tokens)
+        self.cache_position = torch.arange(prompt.shape[1] + new_tokens, device=prompt.device)
+        self.history: list[Generation] = []
+        # The cache allocates lazily on its first update; allocate it now, eagerly, so that a
+        # compiled step never sees two cache states (which would cost a recompile).
+        model(input_ids=prompt[:, :1], past_key_values=self.cache, cache_position=self.cache_position[:1], use_cache=True)
+
+    def __call__(self) -> Generation:
+        self.cache.reset()
+        prompt_len = self.prompt.shape[1]
+        token_ms: list[float] = []
+        begin = time.perf_counter_ns()
+        logits = self._logits(self.prompt, self.cache_position[:prompt_len])
+        prefill_logits = logits[:, -1].clone()
+        token = logits[:, -1].argmax(-1, keepdim=True)
+        tokens = [token]
+        begin = self._lap(begin, token_ms)
+        for i in range(1, self.new_tokens):
+            position = self.cache_position[prompt_len + i - 1 : prompt_len + i]
+            token = self._logits(token, position)[:, -1].argmax(-1, keepdim=True)
+            tokens.append(token)
+            begin = self._lap(begin, token_ms)
+        generation = Generation(torch.cat(tokens, dim=1), prefill_logits, token_ms)
+        self.history.append(generation)
+        return generation
+
+    def _logits(self, ids: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+        out = self.step(input_ids=ids, past_key_values=self.cache, cache_position=position, use_cache=True)
+        return out.logits
+
+    def _lap(self, begin: int, token_ms: list[float]) -> int:
+        self.clock.sync()
+        now = time.perf_counter_ns()
+        token_ms.append((now - begin) / 1e6)
+        return now
+
+
+def summarize_tokens(generations: list[Generation], batch_size: int) -> dict:
+    """Time to first token and decode rate, medians over the timed generations."""
+    ttft = [g.token_ms[0] for g in generations]
+    decode = [sum(g.token_ms[1:]) for g in generations]
+    total = [sum(g.token_ms) for g in generations]
+    new_tokens = generations[0].tokens.shape[1]
+    median = lambda xs: float(torch.tensor(xs).median())  # noqa: E731
+    decode_ms = median(decode)
+    return {
+        "new_tokens": new_tokens,
+        "ttft_ms": median(ttft),
+        "decode_tokens_per_s": batch_size * (new_tokens - 1) / (decode_ms / 1e3) if decode_ms > 0 else None,
+        "tokens_per_s": batch_size * new_tokens / (median(total) / 1e3),
+        "per_token_ms": [median(list(ms)) for ms in zip(*(g.token_ms for g in generations))],
+    }

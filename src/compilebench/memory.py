@@ -1,0 +1,39 @@
+"""Peak memory of a run: the allocator's peaks on a GPU, peak RSS over a baseline on the CPU."""
+
+from __future__ import annotations
+
+import resource
+import sys
+
+import psutil
+import torch
+
+
+def _peak_rss_bytes() -> int:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+class PeakMemory:
+    """Call `baseline()` before the model is built and `report()` after the run."""
+
+    def __init__(self, device: str):
+        self.cuda = device.startswith("cuda")
+        self.rss_baseline = 0
+
+    def baseline(self) -> None:
+        self.rss_baseline = psutil.Process().memory_info().rss
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats()
+
+    def report(self) -> dict:
+        record = {
+            "rss_baseline_bytes": self.rss_baseline,
+            "rss_peak_bytes": _peak_rss_bytes(),
+            "rss_peak_over_baseline_bytes": max(0, _peak_rss_bytes() - self.rss_baseline),
+        }
+        if self.cuda:
+            record["cuda_peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
+            record["cuda_peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
+        record["peak_bytes"] = record.get("cuda_peak_allocated_bytes", record["rss_peak_over_baseline_bytes"])
+        return record

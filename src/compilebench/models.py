@@ -1,0 +1,193 @@
+"""Model builders: a config entry in, a module and its inputs out.
+
+Every model is wrapped so that it maps input tensors to one output tensor
+(logits), which is what TorchScript, correctness checks and timing want.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from .config import UserError
+
+log = logging.getLogger(__name__)
+
+WEIGHTS_CACHE = Path("resources") / "weights"
+
+_TRANSFORMERS_AUTO = {
+    "image-classification": "AutoModelForImageClassification",
+    "text-classification": "AutoModelForSequenceClassification",
+    "fill-mask": "AutoModelForMaskedLM",
+    "text-generation": "AutoModelForCausalLM",
+}
+
+
+class ModelError(UserError):
+    """A model entry that cannot be built; the message names the key."""
+
+
+class LogitsOnly(nn.Module):
+    """Return a Hugging Face model's logits as a plain tensor."""
+
+    def __init__(self, model: nn.Module, input_name: str):
+        super().__init__()
+        self.model = model
+        self.input_name = input_name
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model(**{self.input_name: x}).logits
+
+
+@dataclass
+class Bundle:
+    """A built model: the module to time, its inputs, and what correctness needs."""
+
+    name: str
+    task: str
+    module: nn.Module
+    inputs: tuple[torch.Tensor, ...]
+    labels: list[str] | None = None
+    causal_lm: nn.Module | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def build(name: str, spec: dict, seed: int, device: str) -> Bundle:
+    """Build the model named `name` from its config entry, on `device`, in eval mode."""
+    torch.manual_seed(seed)
+    if spec["source"] == "torchvision":
+        module = _torchvision_model(name, spec)
+        inputs = (_image_input(name, spec, spec.get("image_size", 224), seed),)
+        bundle = Bundle(name, spec["task"], module, inputs)
+    else:
+        hf_model, tokenizer = _transformers_model(name, spec)
+        bundle = _transformers_bundle(name, spec, hf_model, tokenizer, seed)
+    bundle.module.eval().to(device)
+    if bundle.causal_lm is not None:
+        bundle.causal_lm.eval().to(device)
+    bundle.inputs = tuple(t.to(device) for t in bundle.inputs)
+    if spec.get("labels"):
+        bundle.labels = Path(spec["labels"]).read_text().splitlines()
+    return bundle
+
+
+def _torchvision_model(name: str, spec: dict) -> nn.Module:
+    import torchvision
+
+    arch, weights = spec["arch"], spec["weights"]
+    if arch not in torchvision.models.list_models(module=torchvision.models):
+        raise ModelError(
+            f"Config key `models.{name}.arch` is {arch!r}, which torchvision cannot build: expected a "
+            "classification model name such as resnet18, resnet50, resnet152 or vit_b_16."
+        )
+    if weights == "random":
+        return torchvision.models.get_model(arch, weights=None, **spec.get("config", {}))
+    if weights == "pretrained":
+        torch.hub.set_dir(str(WEIGHTS_CACHE / "torchvision"))
+        return torchvision.models.get_model(arch, weights="DEFAULT")
+    model = torchvision.models.get_model(arch, weights=None, **spec.get("config", {}))
+    state = torch.load(weights, map_location="cpu", weights_only=True)
+    model.load_state_dict(state)
+    log.info("loaded %s weights from %s", arch, weights)
+    return model
+
+
+def _transformers_model(name: str, spec: dict):
+    import transformers
+
+    auto = getattr(transformers, _TRANSFORMERS_AUTO[spec["task"]])
+    weights = spec["weights"]
+    if weights == "random":
+        try:
+            config = transformers.AutoConfig.for_model(spec["arch"], **spec.get("config", {}))
+        except ValueError as exc:
+            raise ModelError(
+                f"Config key `models.{name}.arch` is {spec['arch']!r}, which transformers does not "
+                f"know as a model_type ({exc})."
+            ) from None
+        return auto.from_config(config), None
+    source, kwargs = weights, {}
+    if weights == "pretrained":
+        source = spec["hub_id"]
+        kwargs = {"revision": spec["revision"], "cache_dir": str(WEIGHTS_CACHE / "huggingface")}
+    model = auto.from_pretrained(source, **kwargs)
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(source, **kwargs)
+    except (OSError, ValueError):
+        tokenizer = None
+    log.info("loaded %s from %s", spec["arch"], source)
+    return model, tokenizer
+
+
+def _transformers_bundle(name: str, spec: dict, model: nn.Module, tokenizer, seed: int) -> Bundle:
+    task = spec["task"]
+    if task == "image-classification":
+        size = getattr(model.config, "image_size", spec.get("image_size", 224))
+        inputs = (_image_input(name, spec, size, seed),)
+        return Bundle(name, task, LogitsOnly(model, "pixel_values"), inputs)
+    ids = _token_ids(name, spec, model.config, tokenizer, seed)
+    bundle = Bundle(name, task, LogitsOnly(model, "input_ids"), (ids,))
+    if task == "text-generation":
+        bundle.causal_lm = model
+        bundle.extra["tokenizer"] = tokenizer
+    return bundle
+
+
+def _image_input(name: str, spec: dict, size: int, seed: int) -> torch.Tensor:
+    batch = spec.get("batch_size", 1)
+    if spec.get("image"):
+        image = load_image(name, spec["image"], size)
+        return image.unsqueeze(0).expand(batch, -1, -1, -1).contiguous()
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(batch, 3, size, size, generator=generator)
+
+
+def load_image(name: str, path: str, size: int = 224) -> torch.Tensor:
+    """The standard ImageNet preprocessing: resize 256, center crop 224, normalize."""
+    from PIL import Image, UnidentifiedImageError
+    from torchvision import transforms
+
+    try:
+        with Image.open(path) as image:
+            rgb = image.convert("RGB")
+    except (UnidentifiedImageError, OSError) as exc:
+        raise ModelError(f"Config key `models.{name}.image` names {path!r}, which is not a readable image: {exc}") from None
+    resize = round(size * 256 / 224)
+    preprocess = transforms.Compose(
+        [
+            transforms.Resize(resize),
+            transforms.CenterCrop(size),
+            transforms.ToTensor(),
+            transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225]),
+        ]
+    )
+    return preprocess(rgb)
+
+
+def _token_ids(name: str, spec: dict, config, tokenizer, seed: int) -> torch.Tensor:
+    batch = spec.get("batch_size", 1)
+    context = getattr(config, "max_position_embeddings", None)
+    if spec.get("prompt"):
+        if tokenizer is None:
+            raise ModelError(
+                f"Config key `models.{name}.prompt` needs a tokenizer, but the model's weights "
+                f"({spec['weights']}) come without one: use pretrained or saved weights, or drop the prompt."
+            )
+        ids = tokenizer(spec["prompt"], return_tensors="pt")["input_ids"]
+    else:
+        generator = torch.Generator().manual_seed(seed)
+        vocab = config.vocab_size
+        low = min(5, vocab - 1)  # keep clear of special tokens at the start of small vocabularies
+        ids = torch.randint(low, vocab, (1, spec.get("seq_len", 32)), generator=generator)
+    needed = ids.shape[1] + (spec.get("new_tokens", 16) if spec["task"] == "text-generation" else 0)
+    if context is not None and needed > context:
+        raise ModelError(
+            f"Config key `models.{name}`: the input needs {needed} positions (prompt or seq_len plus "
+            f"new_tokens) but the model's context is {context}: expected a shorter input."
+        )
+    return ids.expand(batch, -1).contiguous()

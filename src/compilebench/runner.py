@@ -1,0 +1,175 @@
+"""One experiment (model x mode x hardware) from build to result record."""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import traceback
+from contextlib import ExitStack
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+import torch
+
+from . import correctness, modes, stats, timing
+from .compiler import CompilerHealth
+from .generation import Generation, GreedyGenerator, summarize_tokens
+from .memory import PeakMemory
+from .models import Bundle, build
+from .results import SCHEMA_VERSION
+
+log = logging.getLogger(__name__)
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def identity(exp: dict) -> dict:
+    spec = exp["spec"]
+    return {
+        "schema": SCHEMA_VERSION,
+        "model": exp["model"],
+        "mode": exp["mode"],
+        "hardware": exp["hardware"],
+        "device": exp["device"],
+        "task": spec["task"],
+        "dtype": spec["dtype"],
+        "batch_size": spec["batch_size"],
+    }
+
+
+def reference_outputs(exp: dict) -> dict[str, torch.Tensor]:
+    """The eager float32 output that every mode of this model is checked against."""
+    bundle = build(exp["model"], exp["spec"], exp["seed"], exp["device"])
+    with torch.no_grad():
+        if bundle.causal_lm is None:
+            return {"output": bundle.module(*bundle.inputs).float().cpu()}
+        clock = timing.Clock(exp["device"])
+        generation = GreedyGenerator(bundle.causal_lm, bundle.causal_lm, bundle.inputs[0], exp["spec"]["new_tokens"], clock)()
+        return {"output": generation.prefill_logits.float().cpu(), "tokens": generation.tokens.cpu()}
+
+
+def run(exp: dict, *, reference: dict[str, torch.Tensor] | None = None, environment: dict | None = None) -> dict:
+    """Measure one experiment. Never raises: failures become the record's status."""
+    result: dict[str, Any] = {**identity(exp), "status": "ok", "error": None, "started_at": now()}
+    result["measure"] = exp["measure"]
+    result["environment"] = environment or {}
+    try:
+        with ExitStack() as stack:
+            if exp["measure"]["private_cache"]:
+                stack.enter_context(_private_compile_cache())
+            result.update(_measure(exp, reference))
+    except modes.Unsupported as exc:
+        result.update(status="unsupported", error={"message": str(exc), "traceback": ""})
+    except Exception as exc:  # any failure is data, reported with its reason
+        result.update(status="failed", error={"message": f"{type(exc).__name__}: {exc}", "traceback": _tail(exc)})
+    finally:
+        result["finished_at"] = now()
+    log.info("%s/%s/%s: %s", exp["hardware"], exp["model"], exp["mode"], result["status"])
+    return result
+
+
+def _tail(exc: BaseException, lines: int = 15) -> str:
+    return "\n".join("".join(traceback.format_exception(exc)).strip().splitlines()[-lines:])
+
+
+class _private_compile_cache:
+    """An empty inductor and Triton cache for this run, so compile time is a cold compile."""
+
+    KEYS = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+
+    def __enter__(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="compilebench-cache-")
+        self.saved = {k: os.environ.get(k) for k in self.KEYS}
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(self.tmp.name, "inductor")
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(self.tmp.name, "triton")
+        return self
+
+    def __exit__(self, *exc):
+        for key, value in self.saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self.tmp.cleanup()
+
+
+def _measure(exp: dict, reference: dict[str, torch.Tensor] | None) -> dict:
+    spec, settings, device = exp["spec"], exp["measure"], exp["device"]
+    memory = PeakMemory(device)
+    memory.baseline()
+    log.info("building %s (%s %s, %s weights)", exp["model"], spec["source"], spec["arch"], spec["weights"])
+    bundle = build(exp["model"], spec, exp["seed"], device)
+    clock = timing.Clock(device)
+    health = CompilerHealth()
+    health.start()
+    with torch.no_grad(), modes.precision(device, spec["dtype"]):
+        call, eager_call, generator = _callables(bundle, exp, clock)
+        log.info("first call (compiles for compile modes)")
+        compile_ms, _ = clock.time(call)
+        log.info("first call took %.2f s; warm-up (%d iterations)", compile_ms / 1e3, settings["warmup"])
+        warmup_ms = timing.warm_up(call, clock, settings["warmup"])
+        loop = {k: settings[k] for k in ("iterations", "min_time_s", "max_iterations")}
+        eager_ms: list[float] = []
+        if exp["mode"] == "eager":
+            latency_ms = timing.timed_loop(call, clock, **loop)
+        else:
+            timing.warm_up(eager_call, clock, settings["warmup"] + 1)
+            eager_ms, latency_ms = timing.interleaved(eager_call, call, clock, block=settings["interleave_block"], **loop)
+        timed_generations = generator.history[-len(latency_ms):] if generator else None
+        output = call() if generator is None else generator.history[-1]
+    peak_memory = memory.report()
+    compiler = health.report()
+    if reference is None:
+        log.info("computing the eager float32 reference")
+        reference = reference_outputs(exp)
+    check = _check(bundle, output, reference, spec["dtype"])
+    record = {
+        "compile_s": compile_ms / 1e3,
+        "warmup_ms": warmup_ms,
+        "latency_ms": latency_ms,
+        "stats": stats.summarize(latency_ms, resamples=settings["bootstrap_resamples"], seed=exp["seed"]),
+        "memory": peak_memory,
+        "correctness": check,
+        "compiler": compiler,
+    }
+    median_s = record["stats"]["median_ms"] / 1e3
+    record["throughput"] = {"samples_per_s": spec["batch_size"] / median_s}
+    if eager_ms:
+        record["eager_latency_ms"] = eager_ms
+        record["speedup"] = stats.speedup(eager_ms, latency_ms, resamples=settings["bootstrap_resamples"], seed=exp["seed"])
+    if timed_generations:
+        record["generation"] = summarize_tokens(timed_generations, spec["batch_size"])
+        record["throughput"]["tokens_per_s"] = record["generation"]["tokens_per_s"]
+    return record
+
+
+def _callables(bundle: Bundle, exp: dict, clock: timing.Clock) -> tuple[Callable, Callable, GreedyGenerator | None]:
+    """The timed call for the mode and for eager; generators too for text generation."""
+    spec, settings, device = exp["spec"], exp["measure"], exp["device"]
+    options = {"fullgraph": settings["fullgraph"], "jit": spec["jit"], "device": device, "dtype": spec["dtype"]}
+    if bundle.causal_lm is None:
+        fn = modes.wrap(bundle.module, exp["mode"], bundle.inputs, **options)
+        inputs = bundle.inputs
+        return (lambda: fn(*inputs)), (lambda: bundle.module(*inputs)), None
+    if exp["mode"] == "jit":
+        raise modes.Unsupported("TorchScript cannot capture generation with a KV cache; use eager or a compile mode")
+    log.info("generating %d new tokens per iteration", spec["new_tokens"])
+    step = modes.wrap(bundle.causal_lm, exp["mode"], bundle.inputs, **options)
+    prompt = bundle.inputs[0]
+    generator = GreedyGenerator(bundle.causal_lm, step, prompt, spec["new_tokens"], clock)
+    eager = GreedyGenerator(bundle.causal_lm, bundle.causal_lm, prompt, spec["new_tokens"], clock)
+    return generator, eager, generator
+
+
+def _check(bundle: Bundle, output: torch.Tensor | Generation, reference: dict, dtype: str) -> dict:
+    if isinstance(output, Generation):
+        check = correctness.compare(reference["output"], output.prefill_logits, dtype)
+        check.update(correctness.compare_tokens(reference["tokens"], output.tokens))
+        return check
+    check = correctness.compare(reference["output"], output, dtype)
+    if bundle.labels:
+        check["top5"] = correctness.top5(output, bundle.labels)
+    return check

@@ -1,0 +1,61 @@
+"""Summary statistics and bootstrap intervals of timed samples."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+
+def _median(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.median(x, axis=axis)
+
+
+def _ratio_of_medians(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.median(a, axis=axis) / np.median(b, axis=axis)
+
+
+def _bootstrap(samples: tuple[np.ndarray, ...], statistic, resamples: int, seed: int) -> list[float]:
+    if min(len(s) for s in samples) < 2:
+        value = float(statistic(*samples))
+        return [value, value]
+    result = stats.bootstrap(
+        samples,
+        statistic,
+        n_resamples=resamples,
+        confidence_level=0.95,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+    )
+    interval = result.confidence_interval
+    return [float(interval.low), float(interval.high)]
+
+
+def summarize(samples_ms: list[float], *, resamples: int = 2000, seed: int = 0) -> dict:
+    """mean, median, p90, p99, std, CV, min, max and a bootstrap 95% interval of the median."""
+    x = np.asarray(samples_ms, dtype=float)
+    mean = float(x.mean())
+    std = float(x.std(ddof=1)) if len(x) > 1 else 0.0
+    return {
+        "n": int(len(x)),
+        "median_ms": float(np.median(x)),
+        "mean_ms": mean,
+        "p90_ms": float(np.percentile(x, 90)),
+        "p99_ms": float(np.percentile(x, 99)),
+        "std_ms": std,
+        "cv": std / mean if mean > 0 else 0.0,
+        "min_ms": float(x.min()),
+        "max_ms": float(x.max()),
+        "ci95_ms": _bootstrap((x,), _median, resamples, seed),
+    }
+
+
+def speedup(eager_ms: list[float], mode_ms: list[float], *, resamples: int = 2000, seed: int = 0) -> dict:
+    """Median eager over median mode, with a bootstrap 95% interval of that ratio."""
+    a, b = np.asarray(eager_ms, dtype=float), np.asarray(mode_ms, dtype=float)
+    return {
+        "value": float(np.median(a) / np.median(b)),
+        "ci95": _bootstrap((a, b), _ratio_of_medians, resamples, seed),
+        "eager_median_ms": float(np.median(a)),
+        "n": int(min(len(a), len(b))),
+    }

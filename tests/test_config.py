@@ -1,0 +1,77 @@
+import pytest
+
+from compilebench import config as configuration
+from compilebench.config import ConfigError
+from conftest import tiny_config
+
+
+def test_defaults_filled_and_cpu_always_present():
+    config = configuration.validate({"models": {"m": {"source": "torchvision", "arch": "resnet18"}}, "hardware": {}})
+    model = config["models"]["m"]
+    assert model["weights"] == "random" and model["task"] == "image-classification" and model["dtype"] == "float32"
+    assert config["hardware"]["cpu"]["device"] == "cpu"
+    assert config["modes"][0] == "eager"
+    assert configuration.measure_settings(config, "m")["iterations"] == configuration.MEASURE_DEFAULTS["iterations"]
+
+
+def test_model_measure_overrides_global():
+    raw = tiny_config()
+    raw["measure"]["iterations"] = 7
+    raw["models"]["resnet"]["measure"] = {"iterations": 3}
+    config = configuration.validate(raw)
+    assert configuration.measure_settings(config, "resnet")["iterations"] == 3
+    assert configuration.measure_settings(config, "vit")["iterations"] == 7
+
+
+def test_experiment_holds_only_its_own_settings():
+    config = configuration.validate(tiny_config())
+    exp = configuration.experiment(config, "resnet", "jit", "cpu")
+    assert exp["spec"]["arch"] == "resnet18" and exp["mode"] == "jit"
+    assert "vit" not in str(exp)
+
+
+@pytest.mark.parametrize(
+    "mutate, key",
+    [
+        (lambda c: c.update(colour="red"), "`colour`"),
+        (lambda c: c["measure"].update(iterations=-1), "measure.iterations"),
+        (lambda c: c["measure"].update(warmup="ten"), "measure.warmup"),
+        (lambda c: c.update(modes=["eager", "turbo"]), "modes.1"),
+        (lambda c: c["models"]["resnet"].update(source="onnx"), "models.resnet.source"),
+        (lambda c: c["models"]["resnet"].update(task="speech"), "models.resnet.task"),
+        (lambda c: c["models"]["resnet"].update(batch_size=0), "models.resnet.batch_size"),
+        (lambda c: c["models"].update({"../escape": {"source": "torchvision", "arch": "resnet18"}}), "'../escape'"),
+        (lambda c: c["hardware"].update(tpu={"device": "tpu"}), "hardware.tpu.device"),
+        (lambda c: c["models"]["resnet"].update(weights="/no/such/weights.pt"), "models.resnet.weights"),
+        (lambda c: c.update(models={}), "models"),
+    ],
+)
+def test_bad_config_names_the_key(mutate, key):
+    raw = tiny_config()
+    mutate(raw)
+    with pytest.raises(ConfigError) as error:
+        configuration.validate(raw)
+    message = str(error.value)
+    assert key in message
+    assert "\n" not in message and "Traceback" not in message
+
+
+def test_pretrained_transformers_needs_pinned_revision():
+    raw = tiny_config()
+    raw["models"]["vit"].update(weights="pretrained", hub_id="google/vit-base-patch16-224")
+    with pytest.raises(ConfigError, match="models.vit.revision"):
+        configuration.validate(raw)
+
+
+def test_load_reports_missing_and_malformed_files(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        configuration.load(tmp_path / "absent.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        configuration.load(bad)
+
+
+def test_shipped_default_config_is_valid():
+    config = configuration.load(configuration.SCHEMA_PATH.parents[3] / "config" / "config.yaml")
+    assert {"resnet18", "vit-tiny", "llama-tiny"} <= set(config["models"])

@@ -1,0 +1,45 @@
+import numpy as np
+import pytest
+
+from compilebench import stats
+
+
+def test_summary_matches_numpy():
+    rng = np.random.default_rng(1)
+    x = rng.lognormal(mean=2.0, sigma=0.3, size=257)
+    s = stats.summarize(list(x), resamples=500)
+    assert s["n"] == 257
+    assert s["median_ms"] == pytest.approx(np.median(x))
+    assert s["mean_ms"] == pytest.approx(np.mean(x))
+    assert s["p90_ms"] == pytest.approx(np.percentile(x, 90))
+    assert s["p99_ms"] == pytest.approx(np.percentile(x, 99))
+    assert s["std_ms"] == pytest.approx(np.std(x, ddof=1))
+    assert s["cv"] == pytest.approx(np.std(x, ddof=1) / np.mean(x))
+    assert (s["min_ms"], s["max_ms"]) == (x.min(), x.max())
+    low, high = s["ci95_ms"]
+    assert low < np.median(x) < high
+    assert high - low < 0.2 * np.median(x)
+
+
+def test_median_interval_matches_a_numpy_bootstrap():
+    rng = np.random.default_rng(2)
+    x = rng.normal(10, 1, size=200)
+    low, high = stats.summarize(list(x), resamples=4000)["ci95_ms"]
+    boot = np.median(rng.choice(x, size=(4000, x.size)), axis=1)
+    assert low == pytest.approx(np.percentile(boot, 2.5), rel=0.02)
+    assert high == pytest.approx(np.percentile(boot, 97.5), rel=0.02)
+
+
+def test_speedup_is_ratio_of_medians_with_interval():
+    rng = np.random.default_rng(3)
+    eager = rng.normal(20, 1, size=100)
+    mode = rng.normal(10, 0.5, size=100)
+    s = stats.speedup(list(eager), list(mode), resamples=1000)
+    assert s["value"] == pytest.approx(np.median(eager) / np.median(mode))
+    assert s["ci95"][0] < s["value"] < s["ci95"][1]
+    assert 1.8 < s["ci95"][0] and s["ci95"][1] < 2.2
+
+
+def test_single_sample_has_degenerate_interval():
+    s = stats.summarize([5.0])
+    assert s["ci95_ms"] == [5.0, 5.0] and s["std_ms"] == 0.0

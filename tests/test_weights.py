@@ -1,0 +1,71 @@
+"""Pretrained-weight code paths, exercised on tiny models the tests save themselves."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from compilebench import config as configuration
+from compilebench import runner
+from compilebench.models import build
+from conftest import ASSETS_MIRROR, tiny_config
+
+
+def test_torchvision_state_dict_by_path(tmp_path):
+    import torchvision
+
+    torch.manual_seed(123)
+    saved = torchvision.models.resnet18(num_classes=10).eval()
+    path = tmp_path / "resnet.pt"
+    torch.save(saved.state_dict(), path)
+    spec = configuration.validate(tiny_config({"r": {**tiny_config()["models"]["resnet"], "weights": str(path)}}))["models"]["r"]
+    bundle = build("r", spec, seed=0, device="cpu")
+    with torch.no_grad():
+        assert torch.equal(bundle.module(*bundle.inputs), saved(*bundle.inputs))
+
+
+def _word_tokenizer(vocab_size: int):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "dog", "is", "a", "samoyed"]
+    vocab = {w: i for i, w in enumerate(words + [f"w{i}" for i in range(vocab_size - len(words))])}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", pad_token="[PAD]")
+
+
+def test_transformers_save_pretrained_directory_with_prompt(tmp_path):
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    raw = tiny_config()["models"]["distilbert"]
+    torch.manual_seed(7)
+    model = AutoModelForSequenceClassification.from_config(AutoConfig.for_model("distilbert", **raw["config"])).eval()
+    model.save_pretrained(tmp_path / "distil")
+    _word_tokenizer(raw["config"]["vocab_size"]).save_pretrained(tmp_path / "distil")
+    entry = {**raw, "weights": str(tmp_path / "distil"), "prompt": "the dog is a samoyed"}
+    config = configuration.validate(tiny_config({"d": entry}))
+    bundle = build("d", config["models"]["d"], seed=0, device="cpu")
+    assert bundle.inputs[0].tolist() == [[5, 6, 7, 8, 9]]
+    with torch.no_grad():
+        assert torch.allclose(bundle.module(*bundle.inputs), model(input_ids=bundle.inputs[0]).logits)
+    result = runner.run(configuration.experiment(config, "d", "jit", "cpu"))
+    assert result["status"] == "ok" and result["correctness"]["passed"]
+
+
+@pytest.mark.skipif(not (ASSETS_MIRROR / "dog.jpg").exists(), reason="needs the shared asset mirror")
+def test_image_file_goes_through_imagenet_preprocessing():
+    entry = {**tiny_config()["models"]["resnet"], "image": str(ASSETS_MIRROR / "dog.jpg"), "image_size": 224, "batch_size": 2}
+    bundle = build("r", configuration.validate(tiny_config({"r": entry}))["models"]["r"], seed=0, device="cpu")
+    image = bundle.inputs[0]
+    assert image.shape == (2, 3, 224, 224)
+    assert torch.equal(image[0], image[1])
+    assert -2.2 < float(image.min()) < 0 < float(image.max()) < 2.7  # ImageNet-normalized
+
+
+def test_prompt_longer_than_context_is_refused():
+    from compilebench.models import ModelError
+
+    entry = {**tiny_config()["models"]["llama"], "seq_len": 62, "new_tokens": 4}
+    with pytest.raises(ModelError, match="context is 64"):
+        build("l", configuration.validate(tiny_config({"l": entry}))["models"]["l"], seed=0, device="cpu")
