@@ -15,6 +15,8 @@ import jsonschema
 import yaml
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
+ASSETS_DIR = Path("resources") / "assets"
+WEIGHTS_DIR = Path("resources") / "weights"
 
 MEASURE_DEFAULTS: dict[str, Any] = {
     "warmup": 10,
@@ -95,14 +97,20 @@ def validate(config: dict) -> dict:
         raise ConfigError(_describe(errors[0]))
     if not config["models"]:
         raise ConfigError("Config key `models` is empty: expected at least one model entry.")
-    config["hardware"].setdefault("cpu", copy.deepcopy(CPU_HARDWARE))
     for name, model in config["models"].items():
-        _check_model(name, model)
+        _check_model(name, model, config["assets"]["files"])
     return config
 
 
-def _check_model(name: str, model: dict) -> None:
+def _check_model(name: str, model: dict, assets: dict) -> None:
     key = f"models.{name}"
+    for field in ("image", "labels"):
+        value = model.get(field)
+        if value and value not in assets and not Path(value).is_file():
+            raise ConfigError(
+                f"Config key `{key}.{field}` is {value!r}, which is neither an asset under `assets.files` "
+                f"({', '.join(assets) or 'none defined'}) nor an existing file."
+            )
     if model["source"] == "torchvision" and model["task"] != "image-classification":
         raise ConfigError(
             f"Config key `{key}.task` is {model['task']!r}, but torchvision models here are "
@@ -146,20 +154,48 @@ def model_modes(config: dict, model: str) -> list[str]:
     return config["models"][model].get("modes", config["modes"])
 
 
-def experiment(config: dict, model: str, mode: str, hardware: str, *, any_mode: bool = False) -> dict:
-    """Everything one benchmark job depends on, and nothing else."""
-    if model not in config["models"]:
-        raise ConfigError(f"Model {model!r} is not under config key `models`: expected one of {', '.join(config['models'])}.")
+def hardware_entry(config: dict, hardware: str) -> dict:
+    """A hardware entry; `cpu` exists even where the config names none."""
+    if hardware == "cpu" and hardware not in config["hardware"]:
+        return copy.deepcopy(CPU_HARDWARE)
     if hardware not in config["hardware"]:
         raise ConfigError(
             f"Hardware {hardware!r} is not under config key `hardware`: expected one of {', '.join(config['hardware'])}."
         )
+    return config["hardware"][hardware]
+
+
+def model_assets(config: dict, model: str) -> list[str]:
+    """Names of the downloaded assets a model reads (its image, its label file)."""
+    files = config["assets"]["files"]
+    return [config["models"][model][f] for f in ("image", "labels") if config["models"][model].get(f) in files]
+
+
+def pretrained_download(config: dict, model: str) -> bool:
+    return config["models"][model]["weights"] == "pretrained"
+
+
+def experiment(config: dict, model: str, mode: str, hardware: str, *, any_mode: bool = False) -> dict:
+    """Everything one benchmark job depends on, and nothing else.
+
+    Asset names become their paths under resources/assets/, and pretrained
+    weights their folder under resources/weights/, where the workflow puts them.
+    """
+    if model not in config["models"]:
+        raise ConfigError(f"Model {model!r} is not under config key `models`: expected one of {', '.join(config['models'])}.")
+    entry = hardware_entry(config, hardware)
     if not any_mode and mode not in model_modes(config, model):
         raise ConfigError(
             f"Mode {mode!r} is not among the modes of `models.{model}`: expected one of "
             f"{', '.join(model_modes(config, model))}."
         )
     spec = {k: v for k, v in config["models"][model].items() if k not in ("measure", "modes")}
+    for asset in model_assets(config, model):
+        for field in ("image", "labels"):
+            if spec.get(field) == asset:
+                spec[field] = str(ASSETS_DIR / asset)
+    if pretrained_download(config, model):
+        spec["weights"] = str(WEIGHTS_DIR / model)
     return {
         "model": model,
         "mode": mode,
@@ -167,5 +203,7 @@ def experiment(config: dict, model: str, mode: str, hardware: str, *, any_mode: 
         "seed": config["seed"],
         "spec": spec,
         "measure": measure_settings(config, model),
-        "device": config["hardware"][hardware]["device"],
+        "device": entry["device"],
+        "hardware_env": {k: str(v) for k, v in entry.get("env", {}).items()},
+        "threads": entry.get("threads"),
     }

@@ -91,7 +91,8 @@ def _torchvision_model(name: str, spec: dict) -> nn.Module:
         torch.hub.set_dir(str(WEIGHTS_CACHE / "torchvision"))
         return torchvision.models.get_model(arch, weights="DEFAULT")
     model = torchvision.models.get_model(arch, weights=None, **spec.get("config", {}))
-    state = torch.load(weights, map_location="cpu", weights_only=True)
+    path = Path(weights)
+    state = torch.load(path / "state_dict.pt" if path.is_dir() else path, map_location="cpu", weights_only=True)
     model.load_state_dict(state)
     log.info("loaded %s weights from %s", arch, weights)
     return model

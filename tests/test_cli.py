@@ -1,0 +1,71 @@
+"""The command line a user runs by hand, as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import tiny_config
+
+
+def compilebench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "compilebench.cli", *map(str, args)], capture_output=True, text=True, timeout=600)
+
+
+def test_env_record_applies_hardware_settings(config_file, tmp_path):
+    raw = tiny_config()
+    raw["hardware"]["cpu-fastmath"] = {"device": "cpu", "threads": 1, "env": {"DNNL_DEFAULT_FPMATH_MODE": "BF16", "LRU_CACHE_CAPACITY": 1024}}
+    out = tmp_path / "env.json"
+    done = compilebench("env", "--config", config_file(raw), "--hardware", "cpu-fastmath", "--check", "--out", out)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(out.read_text())
+    assert record["hardware"] == "cpu-fastmath" and record["threads"] == 1
+    assert record["kernel_env"]["DNNL_DEFAULT_FPMATH_MODE"] == "BF16"
+    assert record["kernel_env"]["LRU_CACHE_CAPACITY"] == "1024"
+    assert record["torch"] == torch.__version__
+    assert isinstance(record["cpu"]["bf16_native"], bool) and record["cpu"]["model"]
+    assert record["packages"]["torch"]
+
+
+def test_run_with_reference_and_env_record(config_file, tmp_path):
+    path = config_file(tiny_config())
+    ref, env, out = tmp_path / "ref.pt", tmp_path / "env.json", tmp_path / "run" / "r.json"
+    assert compilebench("reference", "--config", path, "--model", "resnet", "--out", ref).returncode == 0
+    assert compilebench("env", "--config", path, "--out", env).returncode == 0
+    done = compilebench("run", "--config", path, "--model", "resnet", "--mode", "eager", "--reference", ref, "--env-record", env, "--out", out)
+    assert done.returncode == 0, done.stderr
+    assert "cpu/resnet/eager: ok" in done.stdout
+    assert "timing" in done.stderr and "building" in done.stderr  # progress is logged
+    result = json.loads(out.read_text())
+    assert result["status"] == "ok" and result["correctness"]["max_abs_err"] == 0.0
+    assert result["environment"]["record"] == str(env)
+    assert [p.name for p in out.parent.iterdir()] == ["r.json"]  # no temporary left behind
+
+
+@pytest.mark.parametrize(
+    "args, key",
+    [
+        (["--model", "nosuch", "--mode", "eager"], "nosuch"),
+        (["--model", "resnet", "--mode", "turbo"], "turbo"),
+        (["--model", "resnet", "--mode", "eager", "--hardware", "tpu"], "tpu"),
+    ],
+)
+def test_bad_arguments_fail_cleanly(config_file, tmp_path, args, key):
+    out = tmp_path / "r.json"
+    done = compilebench("run", "--config", config_file(tiny_config()), "--out", out, *args)
+    assert done.returncode == 2
+    assert key in done.stderr and "Traceback" not in done.stderr
+    assert not out.exists()
+
+
+def test_bad_config_file_names_the_key(config_file, tmp_path):
+    raw = tiny_config()
+    raw["measure"]["iterations"] = 0
+    out = tmp_path / "r.json"
+    done = compilebench("run", "--config", config_file(raw), "--model", "resnet", "--mode", "eager", "--out", out)
+    assert done.returncode == 2 and "measure.iterations" in done.stderr and "Traceback" not in done.stderr
+    assert not out.exists()
