@@ -7,6 +7,7 @@ because oneDNN and OpenMP read them when torch loads.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -15,6 +16,28 @@ from pathlib import Path
 from .results import atomic_write, read_json, write_json
 
 log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def logging_to(path: str | Path):
+    """Send this process's logging and its stdout/stderr (C++ warnings included) to a job's log file."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", buffering=1) as log_file:
+        saved = [os.dup(1), os.dup(2)]
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(log_file.fileno(), 1)
+        os.dup2(log_file.fileno(), 2)
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr, force=True)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
 
 
 def apply_hardware(env_vars: dict, threads: int | None) -> None:

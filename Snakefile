@@ -1,0 +1,22 @@
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+# An experiment file passed with --configfile replaces the default config instead
+# of merging into it, so that an experiment runs its own models and nothing else.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/assets.smk"
+include: "rules/environment.smk"
+include: "rules/benchmark.smk"
+include: "rules/aggregate.smk"
+
+
+rule all:
+    input:
+        get_final_output(),

@@ -1,0 +1,37 @@
+rule reference_output:
+    input:
+        env="results/env/{hardware}.json",
+        engine=ENGINE_SOURCES,
+        downloads=get_model_inputs,
+    output:
+        "results/reference/{hardware}/{model}.pt",
+    params:
+        experiment=get_reference_experiment,
+    resources:
+        benchmark_slot=1,
+    log:
+        "logs/reference/{hardware}/{model}.log",
+    conda:
+        get_conda_env
+    script:
+        "../scripts/reference_output.py"
+
+
+rule benchmark_run:
+    input:
+        env="results/env/{hardware}.json",
+        reference="results/reference/{hardware}/{model}.pt",
+        engine=ENGINE_SOURCES,
+        downloads=get_model_inputs,
+    output:
+        "results/runs/{hardware}/{model}/{mode}.json",
+    params:
+        experiment=get_experiment,
+    resources:
+        benchmark_slot=1,
+    log:
+        "logs/benchmark/{hardware}/{model}/{mode}.log",
+    conda:
+        get_conda_env
+    script:
+        "../scripts/benchmark_run.py"

@@ -1,0 +1,115 @@
+import functools
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+
+from compilebench import config as configuration
+from compilebench import engine_sources
+
+
+try:
+    configuration.validate(config)
+except configuration.ConfigError as error:
+    raise WorkflowError(str(error)) from None
+
+
+# Benchmark jobs on one machine must never overlap, whatever --cores says: each
+# takes the one slot. A cluster profile may raise the limit (one job per node).
+if "benchmark_slot" not in workflow.global_resources:
+    workflow.register_resource("benchmark_slot", 1)
+
+
+NAME = "[A-Za-z0-9][A-Za-z0-9_.-]*"
+
+
+wildcard_constraints:
+    hardware=NAME,
+    model=NAME,
+    mode="eager|jit|compile-default|compile-reduce-overhead|compile-max-autotune",
+    asset=NAME,
+
+
+@functools.cache
+def gpu_visible():
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def active_hardware():
+    """Every hardware entry, less optional GPU entries on a machine whose torch sees no GPU."""
+    return [
+        name
+        for name, entry in config["hardware"].items()
+        if not (entry["optional"] and entry["device"] == "cuda" and not gpu_visible())
+    ]
+
+
+def benchmark_jobs():
+    return [
+        (hardware, model, mode)
+        for hardware in active_hardware()
+        for model in config["models"]
+        for mode in configuration.model_modes(config, model)
+    ]
+
+
+def get_run_results(wildcards=None):
+    return [f"results/runs/{h}/{m}/{mode}.json" for h, m, mode in benchmark_jobs()]
+
+
+def get_final_output():
+    return ["results/tables/runs.csv"]
+
+
+ENGINE_SOURCES = [str(path) for path in engine_sources()]
+
+
+def get_experiment(wildcards):
+    return configuration.experiment(
+        config, wildcards.model, wildcards.mode, wildcards.hardware
+    )
+
+
+def get_reference_experiment(wildcards):
+    return configuration.experiment(
+        config, wildcards.model, "eager", wildcards.hardware, any_mode=True
+    )
+
+
+def get_hardware_settings(wildcards):
+    """What changes a measurement: not the price, not the cluster resources."""
+    entry = config["hardware"][wildcards.hardware]
+    return {k: v for k, v in entry.items() if k not in ("price_per_hour", "resources")}
+
+
+def get_conda_env(wildcards):
+    entry = config["hardware"][wildcards.hardware]
+    return f"../envs/{entry.get('conda_env', entry['device'])}.yaml"
+
+
+def get_model_inputs(wildcards):
+    """Downloads this model reads: its assets, and its pretrained weights if any."""
+    inputs = [
+        f"resources/assets/{name}"
+        for name in configuration.model_assets(config, wildcards.model)
+    ]
+    if configuration.pretrained_download(config, wildcards.model):
+        inputs.append(f"resources/weights/{wildcards.model}")
+    return inputs
+
+
+def get_asset_source(wildcards):
+    if wildcards.asset not in config["assets"]["files"]:
+        raise WorkflowError(
+            f"Asset {wildcards.asset!r} is not under config key `assets.files`."
+        )
+    entry = config["assets"]["files"][wildcards.asset]
+    return {**entry, "mirror": config["assets"]["mirror"]}
+
+
+def get_model_spec(wildcards):
+    return config["models"][wildcards.model]

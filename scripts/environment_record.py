@@ -1,0 +1,10 @@
+"""Check one hardware entry and write its environment record."""
+
+import sys
+
+sys.path.insert(0, f"{snakemake.scriptdir}/../src")
+
+from compilebench.jobs import environment_job, logging_to
+
+with logging_to(snakemake.log[0]):
+    environment_job(snakemake.wildcards.hardware, snakemake.params.entry, snakemake.output[0])

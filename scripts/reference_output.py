@@ -1,0 +1,10 @@
+"""Save the eager float32 output of one model on one hardware."""
+
+import sys
+
+sys.path.insert(0, f"{snakemake.scriptdir}/../src")
+
+from compilebench.jobs import logging_to, reference_job
+
+with logging_to(snakemake.log[0]):
+    reference_job(snakemake.params.experiment, snakemake.output[0])

@@ -1,0 +1,13 @@
+"""One row per job of the current config: results/tables/runs.csv."""
+
+import sys
+
+sys.path.insert(0, f"{snakemake.scriptdir}/../src")
+
+from compilebench.jobs import logging_to
+from compilebench.tables import runs_table, status_line, write_csv
+
+with logging_to(snakemake.log[0]):
+    table = runs_table(snakemake.input)
+    write_csv(table, snakemake.output[0])
+    print(f"compilebench: {status_line(table)}")

@@ -1,0 +1,11 @@
+"""Fetch a model's pretrained weights at their pinned revision."""
+
+import sys
+
+sys.path.insert(0, f"{snakemake.scriptdir}/../src")
+
+from compilebench.assets import fetch_weights
+from compilebench.jobs import logging_to
+
+with logging_to(snakemake.log[0]):
+    fetch_weights(snakemake.wildcards.model, snakemake.params.spec, snakemake.output[0])

@@ -1,0 +1,68 @@
+"""Tidy tables from result files: one row per job, one column per variable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from .results import read_json
+
+IDENTITY = ["hardware", "model", "mode", "task", "device", "dtype", "batch_size"]
+
+
+def _run_row(result: dict, path: str) -> dict:
+    stats = result.get("stats", {})
+    speedup = result.get("speedup", {})
+    check = result.get("correctness", {})
+    compiler = result.get("compiler", {})
+    generation = result.get("generation", {})
+    ci = stats.get("ci95_ms") or [None, None]
+    speedup_ci = speedup.get("ci95") or [None, None]
+    error = result.get("error") or {}
+    return {
+        **{key: result.get(key) for key in IDENTITY},
+        "status": result["status"],
+        "error": error.get("message"),
+        "n": stats.get("n"),
+        **{key: stats.get(key) for key in ("median_ms", "mean_ms", "p90_ms", "p99_ms", "std_ms", "cv", "min_ms", "max_ms")},
+        "ci95_low_ms": ci[0],
+        "ci95_high_ms": ci[1],
+        "compile_s": result.get("compile_s"),
+        "samples_per_s": result.get("throughput", {}).get("samples_per_s"),
+        "tokens_per_s": generation.get("tokens_per_s"),
+        "ttft_ms": generation.get("ttft_ms"),
+        "decode_tokens_per_s": generation.get("decode_tokens_per_s"),
+        "peak_memory_bytes": result.get("memory", {}).get("peak_bytes"),
+        "speedup": speedup.get("value"),
+        "speedup_ci95_low": speedup_ci[0],
+        "speedup_ci95_high": speedup_ci[1],
+        "correct": check.get("passed"),
+        "cosine": check.get("cosine"),
+        "max_abs_err": check.get("max_abs_err"),
+        "top1_agreement": check.get("top1_agreement"),
+        "tokens_match": check.get("tokens_match"),
+        "graphs": compiler.get("graphs"),
+        "graph_breaks": compiler.get("graph_breaks"),
+        "recompiles": compiler.get("recompiles"),
+        "started_at": result.get("started_at"),
+        "finished_at": result.get("finished_at"),
+        "result_file": str(path),
+    }
+
+
+def runs_table(paths: list[str | Path]) -> pd.DataFrame:
+    """One row per job, from exactly the result files given (the current config's)."""
+    rows = [_run_row(read_json(path), str(path)) for path in paths]
+    return pd.DataFrame(rows, columns=list(_run_row({"status": "ok"}, "").keys()))
+
+
+def status_line(table: pd.DataFrame) -> str:
+    counts = table["status"].value_counts()
+    return ", ".join(f"{int(counts.get(s, 0))} {s}" for s in ("ok", "failed", "timeout", "unsupported"))
+
+
+def write_csv(table: pd.DataFrame, path: str | Path) -> None:
+    from .results import atomic_write
+
+    atomic_write(path, lambda handle: table.to_csv(handle, index=False))
