@@ -1,6 +1,7 @@
 rule runs_table:
     input:
-        get_run_results,
+        runs=get_run_results,
+        code=TABLE_SOURCES,
     output:
         "results/tables/runs.csv",
     log:

@@ -1,13 +1,13 @@
 rule asset_download:
     output:
         "resources/assets/{asset}",
-    params:
-        source=get_asset_source,
-    retries: 2
     log:
         "logs/assets/{asset}.log",
+    retries: 2
     conda:
         "../envs/cpu.yaml"
+    params:
+        source=get_asset_source,
     script:
         "../scripts/asset_download.py"
 
@@ -15,12 +15,12 @@ rule asset_download:
 rule weights_download:
     output:
         directory("resources/weights/{model}"),
-    params:
-        spec=get_model_spec,
-    retries: 2
     log:
         "logs/weights/{model}.log",
+    retries: 2
     conda:
         "../envs/cpu.yaml"
+    params:
+        spec=get_model_spec,
     script:
         "../scripts/weights_download.py"

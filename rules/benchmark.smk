@@ -5,14 +5,14 @@ rule reference_output:
         downloads=get_model_inputs,
     output:
         "results/reference/{hardware}/{model}.pt",
-    params:
-        experiment=get_reference_experiment,
-    resources:
-        benchmark_slot=1,
     log:
         "logs/reference/{hardware}/{model}.log",
     conda:
         get_conda_env
+    resources:
+        benchmark_slot=1,
+    params:
+        experiment=get_reference_experiment,
     script:
         "../scripts/reference_output.py"
 
@@ -25,13 +25,13 @@ rule benchmark_run:
         downloads=get_model_inputs,
     output:
         "results/runs/{hardware}/{model}/{mode}.json",
-    params:
-        experiment=get_experiment,
-    resources:
-        benchmark_slot=1,
     log:
         "logs/benchmark/{hardware}/{model}/{mode}.log",
     conda:
         get_conda_env
+    resources:
+        benchmark_slot=1,
+    params:
+        experiment=get_experiment,
     script:
         "../scripts/benchmark_run.py"

@@ -9,7 +9,6 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from compilebench import config as configuration
 from compilebench import engine_sources
 
-
 try:
     configuration.validate(config)
 except configuration.ConfigError as error:
@@ -66,6 +65,7 @@ def get_final_output():
 
 
 ENGINE_SOURCES = [str(path) for path in engine_sources()]
+TABLE_SOURCES = str(Path(workflow.basedir) / "src" / "compilebench" / "tables.py")
 
 
 def get_experiment(wildcards):

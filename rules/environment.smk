@@ -3,13 +3,13 @@ rule environment_record:
         engine=ENGINE_SOURCES,
     output:
         "results/env/{hardware}.json",
-    params:
-        entry=get_hardware_settings,
-    resources:
-        benchmark_slot=1,
     log:
         "logs/environment/{hardware}.log",
     conda:
         get_conda_env
+    resources:
+        benchmark_slot=1,
+    params:
+        entry=get_hardware_settings,
     script:
         "../scripts/environment_record.py"

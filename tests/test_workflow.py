@@ -1,0 +1,192 @@
+"""Real Snakemake runs of the workflow in a temporary copy of the project."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from compilebench.assets import sha256_of
+from conftest import ASSETS_MIRROR, ROOT, TINY_MODELS
+
+pytestmark = pytest.mark.slow
+
+PROJECT_PARTS = ["Snakefile", "rules", "scripts", "src", "config", "envs"]
+
+
+def tiny_workflow_config(mirror: Path) -> dict:
+    with open(ROOT / "config" / "config.yaml") as handle:
+        assets = yaml.safe_load(handle)["assets"]
+    assets["mirror"] = str(mirror)
+    return {
+        "modes": ["eager", "compile-default"],
+        "measure": {"warmup": 1, "iterations": 3, "min_time_s": 0, "interleave_block": 1, "bootstrap_resamples": 200},
+        "models": {
+            "resnet": {**TINY_MODELS["resnet"], "image": "dog.jpg", "labels": "imagenet_classes.txt", "modes": ["eager", "jit", "compile-default"]},
+            "llama": TINY_MODELS["llama"],
+        },
+        "hardware": {"cpu": {"device": "cpu"}, "gpu": {"device": "cuda", "optional": True}},
+        "assets": assets,
+    }
+
+
+def copy_project(dest: Path, config: dict) -> Path:
+    for part in PROJECT_PARTS:
+        source = ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, dest / part, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(source, dest / part)
+    write_config(dest / "config" / "config.yaml", config)
+    return dest
+
+
+def write_config(path: Path, config: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def snakemake(project: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "4", *args],
+        cwd=project, capture_output=True, text=True, timeout=1500,
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
+    return done
+
+
+def planned_outputs(project: Path, *args: str) -> set[str]:
+    """Outputs of the jobs a dry run would run."""
+    done = snakemake(project, "-n", *args)
+    return set(re.findall(r"^\s*output: (.+)$", done.stdout + done.stderr, re.M))
+
+
+def expected_runs(config: dict, hardware=("cpu",)) -> set[str]:
+    return {
+        f"results/runs/{h}/{m}/{mode}.json"
+        for h in hardware
+        for m, entry in config["models"].items()
+        for mode in entry.get("modes", config["modes"])
+    }
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """One real end-to-end run of a tiny config."""
+    config = tiny_workflow_config(ASSETS_MIRROR)
+    project = copy_project(tmp_path_factory.mktemp("project"), config)
+    runs = {o for o in planned_outputs(project) if o.startswith("results/runs/")}
+    snakemake(project)
+    return project, config, runs
+
+
+def test_dry_run_has_one_job_per_model_mode_hardware(finished):
+    _, config, planned = finished
+    assert planned == expected_runs(config)  # the optional GPU entry is skipped on a machine without one
+
+
+def test_end_to_end_produces_every_result_and_runs_table(finished):
+    project, config, _ = finished
+    for path in expected_runs(config):
+        assert (project / path).is_file(), path
+    table = pd.read_csv(project / "results" / "tables" / "runs.csv")
+    assert len(table) == len(expected_runs(config))
+    assert set(table["status"]) == {"ok"}, table[["model", "mode", "error"]]
+    assert table["correct"].all()
+    assert (table.loc[table["mode"] != "eager", "speedup"] > 0).all()
+    assert (project / "results" / "env" / "cpu.json").is_file()
+    assert (project / "logs" / "benchmark" / "cpu" / "resnet" / "jit.log").stat().st_size > 0
+    assert sha256_of(project / "resources" / "assets" / "dog.jpg") == config["assets"]["files"]["dog.jpg"]["sha256"]
+
+
+def test_benchmark_jobs_never_overlap(finished):
+    project, _, _ = finished
+    table = pd.read_csv(project / "results" / "tables" / "runs.csv").sort_values("started_at")
+    starts, ends = list(table["started_at"]), list(table["finished_at"])
+    assert all(later >= earlier for earlier, later in zip(ends, starts[1:]))
+
+
+def test_second_run_has_nothing_to_do(finished):
+    project, _, _ = finished
+    assert planned_outputs(project) == set()
+
+
+def test_changed_iterations_rerun_only_that_model(finished):
+    project, config, _ = finished
+    changed = yaml.safe_load(yaml.safe_dump(config))
+    changed["models"]["llama"]["measure"] = {"iterations": 4}
+    write_config(project / "config" / "config.yaml", changed)
+    try:
+        planned = planned_outputs(project)
+    finally:
+        write_config(project / "config" / "config.yaml", config)
+    runs = {o for o in planned if o.startswith("results/runs/")}
+    assert runs == {"results/runs/cpu/llama/eager.json", "results/runs/cpu/llama/compile-default.json"}
+    assert "results/tables/runs.csv" in planned
+    assert not any(o.startswith(("results/reference/", "results/env/")) for o in planned)
+
+
+def test_added_mode_adds_only_its_jobs(finished):
+    project, config, _ = finished
+    changed = yaml.safe_load(yaml.safe_dump(config))
+    changed["models"]["llama"]["modes"] = ["eager", "compile-default", "compile-reduce-overhead"]
+    write_config(project / "config" / "config.yaml", changed)
+    try:
+        runs = {o for o in planned_outputs(project) if o.startswith("results/")}
+    finally:
+        write_config(project / "config" / "config.yaml", config)
+    assert runs == {"results/runs/cpu/llama/compile-reduce-overhead.json", "results/tables/runs.csv"}
+
+
+def test_engine_code_change_reruns_benchmarks(finished):
+    project, config, _ = finished
+    timing = project / "src" / "compilebench" / "timing.py"
+    original = timing.read_bytes()
+    timing.write_bytes(original + b"\n")
+    try:
+        planned = planned_outputs(project)
+    finally:
+        timing.write_bytes(original)
+    assert expected_runs(config) <= planned
+
+
+def test_experiment_file_runs_its_own_models_alone(finished):
+    project, config, _ = finished
+    experiment = {"modes": ["eager"], "models": {"only": TINY_MODELS["vit"]}, "measure": config["measure"]}
+    write_config(project / "config" / "experiments" / "only.yaml", experiment)
+    planned = planned_outputs(project, "--configfile", "config/experiments/only.yaml")
+    assert {o for o in planned if o.startswith("results/runs/")} == {"results/runs/cpu/only/eager.json"}
+
+
+def test_bad_config_names_the_key_and_writes_nothing(tmp_path):
+    config = tiny_workflow_config(ASSETS_MIRROR)
+    config["measure"]["iterations"] = -1
+    project = copy_project(tmp_path, config)
+    done = snakemake(project, check=False)
+    assert done.returncode != 0
+    output = done.stdout + done.stderr
+    assert "measure.iterations" in output and "Traceback" not in output
+    assert not (project / "results").exists() and not (project / "resources").exists()
+
+
+def test_corrupted_mirror_file_is_refused(tmp_path):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    shutil.copy(ASSETS_MIRROR / "imagenet_classes.txt", mirror)
+    (mirror / "dog.jpg").write_bytes((ASSETS_MIRROR / "dog.jpg").read_bytes()[:-100] + b"corrupted")
+    project = copy_project(tmp_path / "project", tiny_workflow_config(mirror))
+    done = snakemake(project, "resources/assets/dog.jpg", check=False)
+    assert done.returncode != 0
+    log = (project / "logs" / "assets" / "dog.jpg.log").read_text()
+    expected = tiny_workflow_config(mirror)["assets"]["files"]["dog.jpg"]["sha256"]
+    assert expected in log and sha256_of(mirror / "dog.jpg") in log
+    assert "https://github.com/pytorch/hub/raw/master/images/dog.jpg" in log
+    assert not (project / "resources" / "assets" / "dog.jpg").exists()
+    assert list((project / "resources" / "assets").glob("*")) == []
