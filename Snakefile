@@ -10,11 +10,15 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/assets.smk"
 include: "rules/environment.smk"
 include: "rules/benchmark.smk"
 include: "rules/aggregate.smk"
+include: "rules/report.smk"
 
 
 rule all:

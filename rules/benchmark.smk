@@ -9,6 +9,7 @@ rule reference_output:
         "logs/reference/{hardware}/{model}.log",
     conda:
         get_conda_env
+    threads: get_job_threads
     resources:
         benchmark_slot=1,
     params:
@@ -29,6 +30,7 @@ rule benchmark_run:
         "logs/benchmark/{hardware}/{model}/{mode}.log",
     conda:
         get_conda_env
+    threads: get_job_threads
     resources:
         benchmark_slot=1,
     params:

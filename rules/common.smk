@@ -8,6 +8,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from compilebench import config as configuration
 from compilebench import engine_sources
+from compilebench.figures import FIGURES
 
 try:
     configuration.validate(config)
@@ -29,6 +30,7 @@ wildcard_constraints:
     model=NAME,
     mode="eager|jit|compile-default|compile-reduce-overhead|compile-max-autotune",
     asset=NAME,
+    figure="|".join(FIGURES),
 
 
 @functools.cache
@@ -61,11 +63,56 @@ def get_run_results(wildcards=None):
 
 
 def get_final_output():
-    return ["results/tables/runs.csv"]
+    return ["results/report/paper.html", "results/report/paper.pdf"]
 
 
+FIGURE_NAMES = list(FIGURES)
+PACKAGE = Path(workflow.basedir) / "src" / "compilebench"
+REPORT_DIR = Path(workflow.basedir) / "report"
 ENGINE_SOURCES = [str(path) for path in engine_sources()]
-TABLE_SOURCES = str(Path(workflow.basedir) / "src" / "compilebench" / "tables.py")
+TABLE_SOURCES = str(PACKAGE / "tables.py")
+REPORT_SOURCES = [str(PACKAGE / "figures.py"), str(PACKAGE / "paper.py")]
+
+
+def get_prices(wildcards):
+    return {
+        name: entry["price_per_hour"]
+        for name, entry in config["hardware"].items()
+        if entry.get("price_per_hour") is not None
+    }
+
+
+def get_baseline_hardware(wildcards):
+    return config["report"].get("baseline_hardware")
+
+
+def get_command_line():
+    """The command that reproduces this run (cores and output flags aside)."""
+    files = " ".join(
+        f"--configfile {Path(f).relative_to(Path.cwd()) if Path(f).is_relative_to(Path.cwd()) else f}"
+        for f in workflow.overwrite_configfiles
+    )
+    return f"snakemake --cores 4 {files}".strip()
+
+
+def get_paper_inputs(wildcards):
+    used_assets = sorted(
+        {
+            name
+            for model in config["models"]
+            for name in configuration.model_assets(config, model)
+        }
+    )
+    return {
+        "runs": "results/tables/runs.csv",
+        "speedups": "results/tables/speedups.csv",
+        "summary": "results/tables/summary.csv",
+        "env": [f"results/env/{h}.json" for h in active_hardware()],
+        "assets": [f"resources/assets/{name}" for name in used_assets],
+        "template": [str(p) for p in sorted(REPORT_DIR.glob("*.*"))]
+        + [str(p) for p in sorted((REPORT_DIR / "captions").glob("*.rst"))],
+        "code": REPORT_SOURCES,
+    }
 
 
 def get_experiment(wildcards):
@@ -75,15 +122,22 @@ def get_experiment(wildcards):
 
 
 def get_reference_experiment(wildcards):
-    return configuration.experiment(
-        config, wildcards.model, "eager", wildcards.hardware, any_mode=True
+    return configuration.reference_experiment(
+        config, wildcards.model, wildcards.hardware
     )
 
 
 def get_hardware_settings(wildcards):
     """What changes a measurement: not the price, not the cluster resources."""
     entry = config["hardware"][wildcards.hardware]
-    return {k: v for k, v in entry.items() if k not in ("price_per_hour", "resources")}
+    return configuration.canonical(
+        {k: v for k, v in entry.items() if k not in ("price_per_hour", "resources")}
+    )
+
+
+def get_job_threads(wildcards):
+    """A benchmark-like job holds the whole machine: its entry's threads, or every core given."""
+    return config["hardware"][wildcards.hardware].get("threads") or workflow.cores
 
 
 def get_conda_env(wildcards):
@@ -108,8 +162,8 @@ def get_asset_source(wildcards):
             f"Asset {wildcards.asset!r} is not under config key `assets.files`."
         )
     entry = config["assets"]["files"][wildcards.asset]
-    return {**entry, "mirror": config["assets"]["mirror"]}
+    return configuration.canonical({**entry, "mirror": config["assets"]["mirror"]})
 
 
 def get_model_spec(wildcards):
-    return config["models"][wildcards.model]
+    return configuration.canonical(config["models"][wildcards.model])

@@ -7,6 +7,7 @@ rule environment_record:
         "logs/environment/{hardware}.log",
     conda:
         get_conda_env
+    threads: get_job_threads
     resources:
         benchmark_slot=1,
     params:

@@ -17,7 +17,8 @@ from conftest import ASSETS_MIRROR, ROOT, TINY_MODELS
 
 pytestmark = pytest.mark.slow
 
-PROJECT_PARTS = ["Snakefile", "rules", "scripts", "src", "config", "envs"]
+DRY_RUNS: list[str] = []
+PROJECT_PARTS = ["Snakefile", "rules", "scripts", "src", "config", "envs", "report"]
 
 
 def tiny_workflow_config(mirror: Path) -> dict:
@@ -37,6 +38,7 @@ def tiny_workflow_config(mirror: Path) -> dict:
 
 
 def copy_project(dest: Path, config: dict) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
     for part in PROJECT_PARTS:
         source = ROOT / part
         if source.is_dir():
@@ -65,6 +67,7 @@ def snakemake(project: Path, *args: str, check: bool = True) -> subprocess.Compl
 def planned_outputs(project: Path, *args: str) -> set[str]:
     """Outputs of the jobs a dry run would run."""
     done = snakemake(project, "-n", *args)
+    DRY_RUNS.append(done.stdout[-20000:])
     return set(re.findall(r"^\s*output: (.+)$", done.stdout + done.stderr, re.M))
 
 
@@ -85,6 +88,63 @@ def finished(tmp_path_factory):
     runs = {o for o in planned_outputs(project) if o.startswith("results/runs/")}
     snakemake(project)
     return project, config, runs
+
+
+def test_default_run_ends_with_the_paper(finished):
+    project, _, _ = finished
+    html = (project / "results" / "report" / "paper.html").read_text()
+    assert "<img src=\"data:image/svg+xml;base64," in html and 'src="http' not in html  # self-contained
+    pdf = project / "results" / "report" / "paper.pdf"
+    pages = int(re.search(r"Pages:\s+(\d+)", subprocess.run(["pdfinfo", pdf], capture_output=True, text=True, check=True).stdout)[1])
+    assert pages >= 4
+    text = subprocess.run(["pdftotext", "-layout", pdf, "-"], capture_output=True, text=True, check=True).stdout
+    for heading in ("Abstract", "1 Setup", "2 Method", "3 Results", "4 Correctness and compiler health", "5 Reproducibility appendix"):
+        assert heading in text
+    assert "Figure 7." in text and "resnet" in text and "llama" in text
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
+def test_paper_renders_in_headless_chromium(finished, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    project, _, _ = finished
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto((project / "results" / "report" / "paper.html").as_uri())
+        page.wait_for_load_state("load")
+        rendered = page.eval_on_selector_all("figure img", "imgs => imgs.map(i => [i.complete, i.naturalWidth, i.getBoundingClientRect().height])")
+        headings = page.eval_on_selector_all("h2", "hs => hs.map(h => h.textContent.trim())")
+        page.screenshot(path=str(tmp_path / "paper.png"), full_page=True)
+        browser.close()
+    assert errors == []
+    assert len(rendered) == 7
+    assert all(complete and width > 100 and height > 50 for complete, width, height in rendered), rendered
+    assert headings[0] == "Abstract" and headings[-1] == "5 Reproducibility appendix"
+    from PIL import Image
+    import numpy as np
+
+    shot = np.asarray(Image.open(tmp_path / "paper.png").convert("L"), dtype=float)
+    assert shot.shape[0] > 3000 and shot.std() > 20
+
+
+def test_snakemake_report_packages_the_run(finished):
+    project, _, _ = finished
+    snakemake(project, "--report", "results/report.zip")
+    import zipfile
+
+    names = zipfile.ZipFile(project / "results" / "report.zip").namelist()
+    assert any(n.endswith("paper.pdf") for n in names) and any(n.endswith("runs.csv") for n in names)
+    assert any(n.endswith("speedup_heatmap.svg") for n in names)
 
 
 def test_dry_run_has_one_job_per_model_mode_hardware(finished):
@@ -128,8 +188,8 @@ def test_changed_iterations_rerun_only_that_model(finished):
     finally:
         write_config(project / "config" / "config.yaml", config)
     runs = {o for o in planned if o.startswith("results/runs/")}
-    assert runs == {"results/runs/cpu/llama/eager.json", "results/runs/cpu/llama/compile-default.json"}
-    assert "results/tables/runs.csv" in planned
+    assert runs == {"results/runs/cpu/llama/eager.json", "results/runs/cpu/llama/compile-default.json"}, DRY_RUNS[-1]
+    assert "results/tables/runs.csv" in planned and "results/report/paper.pdf" in planned
     assert not any(o.startswith(("results/reference/", "results/env/")) for o in planned)
 
 
@@ -142,7 +202,25 @@ def test_added_mode_adds_only_its_jobs(finished):
         runs = {o for o in planned_outputs(project) if o.startswith("results/")}
     finally:
         write_config(project / "config" / "config.yaml", config)
-    assert runs == {"results/runs/cpu/llama/compile-reduce-overhead.json", "results/tables/runs.csv"}
+    assert {o for o in runs if not o.startswith("results/report/")} == {
+        "results/runs/cpu/llama/compile-reduce-overhead.json",
+        "results/tables/runs.csv",
+        "results/tables/latency_samples.csv",
+        "results/tables/speedups.csv",
+        "results/tables/summary.csv",
+    }
+
+
+def test_report_template_change_reruns_only_the_paper(finished):
+    project, _, _ = finished
+    css = project / "report" / "paper.css"
+    original = css.read_bytes()
+    css.write_bytes(original + b"\n")
+    try:
+        planned = planned_outputs(project)
+    finally:
+        css.write_bytes(original)
+    assert planned == {"results/report/paper.html", "results/report/paper.pdf"}
 
 
 def test_engine_code_change_reruns_benchmarks(finished):
@@ -190,3 +268,16 @@ def test_corrupted_mirror_file_is_refused(tmp_path):
     assert "https://github.com/pytorch/hub/raw/master/images/dog.jpg" in log
     assert not (project / "resources" / "assets" / "dog.jpg").exists()
     assert list((project / "resources" / "assets").glob("*")) == []
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a GPU")
+def test_missing_device_fails_naming_the_entry(tmp_path):
+    config = tiny_workflow_config(ASSETS_MIRROR)
+    config["hardware"]["gpu"]["optional"] = False
+    project = copy_project(tmp_path, config)
+    assert "results/env/gpu.json" in planned_outputs(project)
+    done = snakemake(project, "results/env/gpu.json", check=False)
+    assert done.returncode != 0
+    log = (project / "logs" / "environment" / "gpu.log").read_text()
+    assert "`hardware.gpu`" in log and "cuda" in log and "optional: true" in log
+    assert not (project / "results" / "env" / "gpu.json").exists()

@@ -115,6 +115,6 @@ def fetch_weights(model: str, spec: dict, dest: str | Path) -> Path:
         where = spec.get("hub_id") or spec["arch"]
         raise AssetError(
             f"Pretrained weights of `models.{model}` ({where}) could not be fetched: {type(exc).__name__}: {exc}. "
-            "On an offline machine, download them elsewhere and set `models.{model}.weights` to their local path."
+            f"On an offline machine, download them elsewhere and set `models.{model}.weights` to their local path."
         ) from None
     return dest

@@ -38,8 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "env":
             jobs.environment_job(args.hardware, configuration.hardware_entry(config, args.hardware), args.out, check=args.check)
         elif args.command == "reference":
-            exp = configuration.experiment(config, args.model, "eager", args.hardware, any_mode=True)
-            jobs.reference_job(exp, args.out)
+            jobs.reference_job(configuration.reference_experiment(config, args.model, args.hardware), args.out)
         else:
             exp = configuration.experiment(config, args.model, args.mode, args.hardware)
             result = jobs.benchmark_job(exp, args.out, args.reference, args.env_record)

@@ -145,6 +145,15 @@ def load(path: str | Path) -> dict:
     return validate(config)
 
 
+def canonical(value: Any) -> Any:
+    """Dicts with sorted keys, all the way down: Snakemake compares params in order, and key order is not a change."""
+    if isinstance(value, dict):
+        return {k: canonical(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [canonical(v) for v in value]
+    return value
+
+
 def measure_settings(config: dict, model: str) -> dict:
     """Measurement settings of one model: defaults, then global `measure`, then the model's own."""
     return {**MEASURE_DEFAULTS, **config["measure"], **config["models"][model].get("measure", {})}
@@ -175,6 +184,13 @@ def pretrained_download(config: dict, model: str) -> bool:
     return config["models"][model]["weights"] == "pretrained"
 
 
+def reference_experiment(config: dict, model: str, hardware: str) -> dict:
+    """What the eager float32 reference depends on: the model, its input, the hardware; not the measurement."""
+    exp = experiment(config, model, "eager", hardware, any_mode=True)
+    del exp["measure"], exp["mode"]
+    return exp
+
+
 def experiment(config: dict, model: str, mode: str, hardware: str, *, any_mode: bool = False) -> dict:
     """Everything one benchmark job depends on, and nothing else.
 
@@ -196,14 +212,16 @@ def experiment(config: dict, model: str, mode: str, hardware: str, *, any_mode: 
                 spec[field] = str(ASSETS_DIR / asset)
     if pretrained_download(config, model):
         spec["weights"] = str(WEIGHTS_DIR / model)
-    return {
-        "model": model,
-        "mode": mode,
-        "hardware": hardware,
-        "seed": config["seed"],
-        "spec": spec,
-        "measure": measure_settings(config, model),
-        "device": entry["device"],
-        "hardware_env": {k: str(v) for k, v in entry.get("env", {}).items()},
-        "threads": entry.get("threads"),
-    }
+    return canonical(
+        {
+            "model": model,
+            "mode": mode,
+            "hardware": hardware,
+            "seed": config["seed"],
+            "spec": spec,
+            "measure": measure_settings(config, model),
+            "device": entry["device"],
+            "hardware_env": {k: str(v) for k, v in entry.get("env", {}).items()},
+            "threads": entry.get("threads"),
+        }
+    )

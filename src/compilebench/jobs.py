@@ -40,8 +40,15 @@ def logging_to(path: str | Path):
                 os.close(fd)
 
 
+# Snakemake sets these to a job's `threads`; a benchmark wants the hardware entry's
+# own `threads`, or else torch's default (one per physical core).
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "GOTO_NUM_THREADS")
+
+
 def apply_hardware(env_vars: dict, threads: int | None) -> None:
     """Set a hardware entry's env vars and thread count; call before torch is imported."""
+    for name in THREAD_VARS:
+        os.environ.pop(name, None)
     os.environ.update({k: str(v) for k, v in env_vars.items()})
     if threads:
         os.environ["OMP_NUM_THREADS"] = str(threads)

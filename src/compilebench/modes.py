@@ -35,8 +35,21 @@ def wrap(module: nn.Module, mode: str, inputs: tuple, *, fullgraph: bool, jit: s
     if mode == "jit":
         return _torchscript(module, inputs, jit, device, dtype)
     if mode.startswith("compile-"):
-        return torch.compile(module, **compile_options(mode, fullgraph))
+        compiled = torch.compile(module, **compile_options(mode, fullgraph))
+        if mode == "compile-reduce-overhead" and device.startswith("cuda"):
+            return _cuda_graph_steps(compiled)
+        return compiled
     raise Unsupported(f"unknown mode {mode!r}")
+
+
+def _cuda_graph_steps(compiled: Callable) -> Callable:
+    """Mark each call a new CUDA-graph step, so that replays may reuse the previous output buffers."""
+
+    def step(*args, **kwargs):
+        torch.compiler.cudagraph_mark_step_begin()
+        return compiled(*args, **kwargs)
+
+    return step
 
 
 def _torchscript(module: nn.Module, inputs: tuple, method: str, device: str, dtype: str) -> Callable:

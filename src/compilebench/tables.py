@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .results import read_json
@@ -55,6 +56,50 @@ def runs_table(paths: list[str | Path]) -> pd.DataFrame:
     """One row per job, from exactly the result files given (the current config's)."""
     rows = [_run_row(read_json(path), str(path)) for path in paths]
     return pd.DataFrame(rows, columns=list(_run_row({"status": "ok"}, "").keys()))
+
+
+def latency_samples(paths: list[str | Path]) -> pd.DataFrame:
+    """One row per timed iteration of every job that produced samples."""
+    frames = []
+    for path in paths:
+        result = read_json(path)
+        samples = result.get("latency_ms") or []
+        if samples:
+            frame = pd.DataFrame({"iteration": range(len(samples)), "latency_ms": samples})
+            for key in ("hardware", "model", "mode", "dtype", "batch_size"):
+                frame.insert(len(frame.columns) - 2, key, result.get(key))
+            frames.append(frame)
+    columns = ["hardware", "model", "mode", "dtype", "batch_size", "iteration", "latency_ms"]
+    return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+
+
+def speedups(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per hardware x model x mode: the interleaved speedup with its interval, and the cross-job ratio beside it."""
+    eager = runs[(runs["mode"] == "eager") & (runs["status"] == "ok")].set_index(["hardware", "model"])["median_ms"]
+    modes = runs[runs["mode"] != "eager"].copy()
+    keys = list(zip(modes["hardware"], modes["model"]))
+    modes["eager_job_median_ms"] = [eager.get(key) for key in keys]
+    modes["cross_job_speedup"] = modes["eager_job_median_ms"] / modes["median_ms"]
+    columns = [
+        "hardware", "model", "mode", "dtype", "batch_size", "status", "speedup", "speedup_ci95_low",
+        "speedup_ci95_high", "cross_job_speedup", "median_ms", "eager_job_median_ms", "compile_s", "correct",
+    ]
+    return modes[columns].reset_index(drop=True)
+
+
+def geometric_mean_summary(speedups_table: pd.DataFrame) -> pd.DataFrame:
+    """Geometric-mean speedup per hardware and mode, over the models that ran and passed the correctness check."""
+    passed = speedups_table[(speedups_table["status"] == "ok") & (speedups_table["correct"] == True)]  # noqa: E712
+    passed = passed.assign(log_speedup=np.log(passed["speedup"].astype(float)))
+    grouped = passed.groupby(["hardware", "mode"], sort=False)
+    summary = grouped.agg(
+        geomean_speedup=("log_speedup", lambda x: float(np.exp(x.mean()))),
+        models=("model", "nunique"),
+        min_speedup=("speedup", "min"),
+        max_speedup=("speedup", "max"),
+    ).reset_index()
+    totals = speedups_table.groupby(["hardware", "mode"], sort=False)["model"].nunique().rename("models_total")
+    return summary.merge(totals.reset_index(), on=["hardware", "mode"], how="right").fillna({"models": 0})
 
 
 def status_line(table: pd.DataFrame) -> str:

@@ -1,0 +1,65 @@
+rule figure:
+    input:
+        runs="results/tables/runs.csv",
+        samples="results/tables/latency_samples.csv",
+        speedups="results/tables/speedups.csv",
+        code=REPORT_SOURCES,
+    output:
+        svg=report(
+            "results/report/figures/{figure}.svg",
+            caption="../report/captions/{figure}.rst",
+            category="Figures",
+            labels={"figure": "{figure}"},
+        ),
+        png="results/report/figures/{figure}.png",
+    log:
+        "logs/report/figure_{figure}.log",
+    conda:
+        "../envs/cpu.yaml"
+    params:
+        prices=get_prices,
+        baseline=get_baseline_hardware,
+    script:
+        "../scripts/figure.py"
+
+
+rule paper_html:
+    input:
+        unpack(get_paper_inputs),
+        figures=expand("results/report/figures/{figure}.svg", figure=FIGURE_NAMES),
+    output:
+        report(
+            "results/report/paper.html",
+            caption="../report/captions/paper.rst",
+            category="Paper",
+        ),
+    log:
+        "logs/report/paper_html.log",
+    conda:
+        "../envs/cpu.yaml"
+    params:
+        config=config,
+        command=get_command_line(),
+    script:
+        "../scripts/paper.py"
+
+
+rule paper_pdf:
+    input:
+        unpack(get_paper_inputs),
+        figures=expand("results/report/figures/{figure}.png", figure=FIGURE_NAMES),
+    output:
+        report(
+            "results/report/paper.pdf",
+            caption="../report/captions/paper.rst",
+            category="Paper",
+        ),
+    log:
+        "logs/report/paper_pdf.log",
+    conda:
+        "../envs/cpu.yaml"
+    params:
+        config=config,
+        command=get_command_line(),
+    script:
+        "../scripts/paper.py"

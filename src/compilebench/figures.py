@@ -1,0 +1,242 @@
+"""Figures: each a function from tidy tables to a matplotlib figure, saved as SVG (HTML) and PNG (PDF)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+MODE_ORDER = ["eager", "jit", "compile-default", "compile-reduce-overhead", "compile-max-autotune"]
+PALETTE = dict(zip(MODE_ORDER, sns.color_palette("colorblind", len(MODE_ORDER))))
+
+
+@dataclass
+class Tables:
+    """What the figures read: the tidy tables, and per-hardware prices for cost."""
+
+    runs: pd.DataFrame
+    samples: pd.DataFrame
+    speedups: pd.DataFrame
+    prices: dict[str, float] = field(default_factory=dict)
+    baseline: str | None = None
+
+    @property
+    def ok(self) -> pd.DataFrame:
+        return self.runs[self.runs["status"] == "ok"]
+
+
+def _modes(frame: pd.DataFrame) -> list[str]:
+    return [m for m in MODE_ORDER if m in set(frame["mode"])]
+
+
+def _empty(message: str) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(6, 1.2))
+    ax.axis("off")
+    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=11, color="0.35")
+    return fig
+
+
+def _grid(rows: list, cols: list, width: float = 3.2, height: float = 2.8):
+    fig, axes = plt.subplots(len(rows), len(cols), figsize=(max(4, width * len(cols)), height * len(rows)), squeeze=False)
+    return fig, axes
+
+
+def _bars(ax, frame: pd.DataFrame, value: str, low: str | None = None, high: str | None = None) -> None:
+    modes = _modes(frame)
+    data = frame.set_index("mode").reindex(modes)
+    heights = data[value].to_numpy(dtype=float)
+    yerr = None
+    if low and high:
+        yerr = np.vstack([heights - data[low].to_numpy(dtype=float), data[high].to_numpy(dtype=float) - heights])
+        yerr = np.nan_to_num(np.clip(yerr, 0, None))
+    ax.bar(range(len(modes)), heights, yerr=yerr, capsize=3, color=[PALETTE[m] for m in modes])
+    ax.set_xticks(range(len(modes)), [m.replace("compile-", "c-") for m in modes], rotation=35, ha="right", fontsize=8)
+
+
+def latency_by_mode(t: Tables) -> plt.Figure:
+    """1. Median latency by mode with its 95% interval, one panel per model and hardware."""
+    ok = t.ok
+    if ok.empty:
+        return _empty("No successful runs to plot.")
+    hardware, models = sorted(ok["hardware"].unique()), list(dict.fromkeys(ok["model"]))
+    fig, axes = _grid(hardware, models)
+    for i, hw in enumerate(hardware):
+        for j, model in enumerate(models):
+            ax = axes[i][j]
+            frame = ok[(ok["hardware"] == hw) & (ok["model"] == model)]
+            if frame.empty:
+                ax.axis("off")
+                continue
+            _bars(ax, frame, "median_ms", "ci95_low_ms", "ci95_high_ms")
+            ax.set_title(f"{model} · {hw}", fontsize=9)
+            ax.set_ylabel("median latency (ms)" if j == 0 else "")
+    fig.tight_layout()
+    return fig
+
+
+def generation_throughput(t: Tables) -> plt.Figure:
+    """2. Text generation: tokens/s and time to first token by mode."""
+    gen = t.ok.dropna(subset=["tokens_per_s"])
+    if gen.empty:
+        return _empty("No text-generation experiments in this run.")
+    keys = list(dict.fromkeys(zip(gen["hardware"], gen["model"])))
+    fig, axes = _grid(keys, ["tokens/s", "ttft"])
+    for i, (hw, model) in enumerate(keys):
+        frame = gen[(gen["hardware"] == hw) & (gen["model"] == model)]
+        _bars(axes[i][0], frame, "tokens_per_s")
+        axes[i][0].set_ylabel("tokens/s")
+        axes[i][0].set_title(f"{model} · {hw}: throughput", fontsize=9)
+        _bars(axes[i][1], frame, "ttft_ms")
+        axes[i][1].set_ylabel("time to first token (ms)")
+        axes[i][1].set_title(f"{model} · {hw}: first token", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def speedup_heatmap(t: Tables) -> plt.Figure:
+    """3. Interleaved speedup over eager, model x mode, one heatmap per hardware."""
+    sp = t.speedups[t.speedups["status"] == "ok"]
+    if sp.empty:
+        return _empty("No non-eager runs to compare with eager.")
+    hardware = sorted(sp["hardware"].unique())
+    fig, axes = plt.subplots(1, len(hardware), figsize=(5.5 * len(hardware), 0.6 * sp["model"].nunique() + 2), squeeze=False)
+    for ax, hw in zip(axes[0], hardware):
+        grid = sp[sp["hardware"] == hw].pivot_table(index="model", columns="mode", values="speedup")
+        grid = grid[[m for m in MODE_ORDER if m in grid.columns]]
+        sns.heatmap(grid, ax=ax, annot=True, fmt=".2f", cmap="RdYlGn", center=1.0, cbar_kws={"label": "speedup (×)"})
+        ax.set_title(hw, fontsize=10)
+        ax.set_xlabel("")
+        ax.set_ylabel("")
+        ax.tick_params(axis="x", labelrotation=30)
+    fig.tight_layout()
+    return fig
+
+
+def compile_cost(t: Tables) -> plt.Figure:
+    """4. What each mode costs to compile (first call, cold cache) and what it buys."""
+    sp = t.speedups[(t.speedups["status"] == "ok") & t.speedups["compile_s"].notna()]
+    if sp.empty:
+        return _empty("No non-eager runs to compare with eager.")
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for mode in _modes(sp):
+        frame = sp[sp["mode"] == mode]
+        yerr = np.clip(np.vstack([frame["speedup"] - frame["speedup_ci95_low"], frame["speedup_ci95_high"] - frame["speedup"]]), 0, None)
+        ax.errorbar(frame["compile_s"], frame["speedup"], yerr=yerr, fmt="o", color=PALETTE[mode], label=mode, capsize=3)
+        for _, row in frame.iterrows():
+            ax.annotate(row["model"], (row["compile_s"], row["speedup"]), fontsize=7, xytext=(4, 3), textcoords="offset points")
+    ax.axhline(1.0, color="0.5", lw=0.8, ls="--")
+    ax.set_xscale("log")
+    ax.set_xlabel("first call, cold compile (s, log scale)")
+    ax.set_ylabel("speedup over eager (×)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def latency_distributions(t: Tables) -> plt.Figure:
+    """5. Raw per-iteration latencies, box per mode, one panel per model and hardware."""
+    samples = t.samples
+    if samples.empty:
+        return _empty("No latency samples in this run.")
+    hardware, models = sorted(samples["hardware"].unique()), list(dict.fromkeys(samples["model"]))
+    fig, axes = _grid(hardware, models)
+    for i, hw in enumerate(hardware):
+        for j, model in enumerate(models):
+            ax = axes[i][j]
+            frame = samples[(samples["hardware"] == hw) & (samples["model"] == model)]
+            if frame.empty:
+                ax.axis("off")
+                continue
+            order = _modes(frame)
+            sns.boxplot(data=frame, x="mode", y="latency_ms", hue="mode", order=order, palette=PALETTE, ax=ax, fliersize=2, legend=False)
+            ax.set_xticks(range(len(order)), [m.replace("compile-", "c-") for m in order], rotation=35, ha="right", fontsize=8)
+            ax.set_title(f"{model} · {hw}", fontsize=9)
+            ax.set_xlabel("")
+            ax.set_ylabel("latency (ms)" if j == 0 else "")
+    fig.tight_layout()
+    return fig
+
+
+def hardware_comparison(t: Tables) -> plt.Figure:
+    """6. p90 latency normalized to a baseline hardware; cost per million inferences where priced."""
+    ok = t.ok
+    hardware = list(dict.fromkeys(ok["hardware"]))
+    if len(hardware) < 2 and not t.prices:
+        return _empty("One hardware entry and no prices: nothing to compare.")
+    baseline = t.baseline if t.baseline in hardware else (hardware[0] if hardware else None)
+    base = ok[ok["hardware"] == baseline].set_index(["model", "mode"])["p90_ms"]
+    frame = ok.assign(relative_p90=[row.p90_ms / base.get((row.model, row.mode), np.nan) for row in ok.itertuples()])
+    frame = frame.assign(label=frame["model"] + " / " + frame["mode"].str.replace("compile-", "c-"))
+    priced = frame[frame["hardware"].isin(t.prices)]
+    fig, axes = plt.subplots(1, 2 if not priced.empty else 1, figsize=(11 if not priced.empty else 6.5, 0.3 * frame["label"].nunique() + 2), squeeze=False)
+    sns.barplot(data=frame, y="label", x="relative_p90", hue="hardware", ax=axes[0][0], orient="h")
+    axes[0][0].axvline(1.0, color="0.4", lw=0.8, ls="--")
+    axes[0][0].set_xlabel(f"p90 latency relative to {baseline}")
+    axes[0][0].set_ylabel("")
+    if not priced.empty:
+        cost = priced.assign(
+            cost_per_million=[t.prices[h] / 3600 * (ms / 1e3) / b * 1e6 for h, ms, b in zip(priced["hardware"], priced["median_ms"], priced["batch_size"])]
+        )
+        sns.barplot(data=cost, y="label", x="cost_per_million", hue="hardware", ax=axes[0][1], orient="h")
+        axes[0][1].set_xlabel("cost per million inferences (price units)")
+        axes[0][1].set_ylabel("")
+    fig.tight_layout()
+    return fig
+
+
+def peak_memory(t: Tables) -> plt.Figure:
+    """7. Peak memory by mode (GPU allocator peak; CPU peak RSS over the pre-model baseline)."""
+    ok = t.ok.dropna(subset=["peak_memory_bytes"])
+    if ok.empty:
+        return _empty("No memory measurements in this run.")
+    hardware, models = sorted(ok["hardware"].unique()), list(dict.fromkeys(ok["model"]))
+    fig, axes = _grid(hardware, models)
+    for i, hw in enumerate(hardware):
+        for j, model in enumerate(models):
+            ax = axes[i][j]
+            frame = ok[(ok["hardware"] == hw) & (ok["model"] == model)]
+            if frame.empty:
+                ax.axis("off")
+                continue
+            _bars(ax, frame.assign(peak_mib=frame["peak_memory_bytes"] / 2**20), "peak_mib")
+            ax.set_title(f"{model} · {hw}", fontsize=9)
+            ax.set_ylabel("peak memory (MiB)" if j == 0 else "")
+    fig.tight_layout()
+    return fig
+
+
+FIGURES: dict[str, Callable[[Tables], plt.Figure]] = {
+    "latency": latency_by_mode,
+    "generation": generation_throughput,
+    "speedup_heatmap": speedup_heatmap,
+    "compile_cost": compile_cost,
+    "distributions": latency_distributions,
+    "hardware": hardware_comparison,
+    "memory": peak_memory,
+}
+
+
+def load_tables(runs: str | Path, samples: str | Path, speedups: str | Path, prices=None, baseline=None) -> Tables:
+    return Tables(pd.read_csv(runs), pd.read_csv(samples), pd.read_csv(speedups), prices or {}, baseline)
+
+
+def render(name: str, tables: Tables, outputs: list[str | Path]) -> None:
+    """Draw figure `name` and save it to each output (format from the suffix), atomically."""
+    from .results import atomic_write
+
+    sns.set_theme(style="whitegrid", context="paper")
+    fig = FIGURES[name](tables)
+    try:
+        for out in outputs:
+            fmt = Path(out).suffix.lstrip(".")
+            atomic_write(out, lambda handle: fig.savefig(handle, format=fmt, dpi=150, bbox_inches="tight", metadata={"Date": None} if fmt == "svg" else None))
+    finally:
+        plt.close(fig)

@@ -1,0 +1,151 @@
+"""The paper: a jinja2 template filled from the tidy tables, as self-contained HTML and as PDF."""
+
+from __future__ import annotations
+
+import base64
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+import yaml
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+from .assets import sha256_of
+from .correctness import COSINE_MIN, FLOAT32_REL_TOL
+from .figures import FIGURES, MODE_ORDER
+from .results import atomic_write, read_json
+
+REPORT_DIR = Path(__file__).resolve().parents[2] / "report"
+
+
+def _interval(low, high) -> str:
+    if low is None or high is None or any(isinstance(v, float) and math.isnan(v) for v in (low, high)):
+        return ""
+    return f"95% CI {low:.2f}–{high:.2f}"
+
+
+def key_findings(runs: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
+    """Per hardware and model: the fastest correct mode and its interleaved speedup over eager."""
+    findings = []
+    ok = runs[(runs["status"] == "ok") & (runs["correct"] == True)]  # noqa: E712
+    for (hardware, model), frame in ok.groupby(["hardware", "model"], sort=False):
+        best = frame.loc[frame["median_ms"].idxmin()]
+        if best["mode"] == "eager":
+            others = speedups[(speedups["hardware"] == hardware) & (speedups["model"] == model) & (speedups["status"] == "ok")]
+            if others.empty:
+                findings.append(f"On {hardware}, {model} ran in eager mode only ({best['median_ms']:.2f} ms median).")
+                continue
+            runner_up = others.loc[others["speedup"].idxmax()]
+            findings.append(
+                f"On {hardware}, no mode beats eager for {model} ({best['median_ms']:.2f} ms median); the closest is "
+                f"{runner_up['mode']} at {runner_up['speedup']:.2f}× ({_interval(runner_up['speedup_ci95_low'], runner_up['speedup_ci95_high'])})."
+            )
+            continue
+        row = speedups[(speedups["hardware"] == hardware) & (speedups["model"] == model) & (speedups["mode"] == best["mode"])].iloc[0]
+        findings.append(
+            f"On {hardware}, {best['mode']} is the fastest mode for {model}: {row['speedup']:.2f}× eager "
+            f"({_interval(row['speedup_ci95_low'], row['speedup_ci95_high'])}), {best['median_ms']:.2f} ms median, "
+            f"after a {best['compile_s']:.1f} s first call."
+        )
+    return findings
+
+
+def _published_lookup(published: dict) -> dict[tuple[str, str, str], float]:
+    values = published.get("values", {}) if published else {}
+    return {(metric, model, mode): v for metric, models in values.items() for model, modes in models.items() for mode, v in modes.items()}
+
+
+def results_rows(runs: pd.DataFrame, published: dict) -> list[dict]:
+    lookup = _published_lookup(published)
+    rows = []
+    for row in runs.to_dict("records"):
+        row = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+        row["published_median_ms"] = lookup.get(("median_ms", row["model"], row["mode"]))
+        row["published_tokens_per_s"] = lookup.get(("tokens_per_s", row["model"], row["mode"]))
+        row["published_compile_s"] = lookup.get(("compile_s", row["model"], row["mode"]))
+        rows.append(row)
+    order = {m: i for i, m in enumerate(MODE_ORDER)}
+    return sorted(rows, key=lambda r: (r["hardware"], r["model"], order.get(r["mode"], 99)))
+
+
+def _data_uri(path: Path) -> str:
+    mime = {"svg": "image/svg+xml", "png": "image/png"}[path.suffix.lstrip(".")]
+    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode()}"
+
+
+def _caption(name: str) -> str:
+    return " ".join((REPORT_DIR / "captions" / f"{name}.rst").read_text().split())
+
+
+def asset_checksums(config: dict) -> list[dict]:
+    rows = []
+    for name, entry in config.get("assets", {}).get("files", {}).items():
+        path = Path("resources") / "assets" / name
+        actual = sha256_of(path) if path.exists() else None
+        rows.append({"name": name, "url": entry["url"], "expected": entry["sha256"], "actual": actual})
+    return rows
+
+
+def context(tables: dict[str, Path], figures: list[Path], env_records: list[Path], config: dict, command: str) -> dict:
+    runs = pd.read_csv(tables["runs"])
+    speedups = pd.read_csv(tables["speedups"])
+    summary = pd.read_csv(tables["summary"])
+    envs = [read_json(p) for p in env_records]
+    published = config.get("published") or {}
+    by_name = {Path(f).stem: Path(f) for f in figures}
+    measures = {}
+    for path in runs["result_file"]:
+        result = read_json(path) if Path(path).exists() else {}
+        if result.get("measure"):
+            measures[result["model"]] = result["measure"]
+    not_ok = runs[runs["status"] != "ok"].to_dict("records")
+    return {
+        "title": config.get("title", "compilebench"),
+        "authors": config.get("authors", ""),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        "findings": key_findings(runs, speedups),
+        "summary": summary.to_dict("records"),
+        "counts": runs["status"].value_counts().to_dict(),
+        "jobs": len(runs),
+        "hardware": envs,
+        "measures": measures,
+        "dtypes": sorted(runs["dtype"].dropna().unique()),
+        "cosine_min": COSINE_MIN,
+        "float32_rel_tol": FLOAT32_REL_TOL,
+        "figures": [
+            {"number": i + 1, "name": name, "src": _data_uri(by_name[name]), "caption": _caption(name)}
+            for i, name in enumerate(n for n in FIGURES if n in by_name)
+        ],
+        "results": results_rows(runs, published),
+        "published": published,
+        "compiler": runs.to_dict("records"),
+        "not_ok": not_ok,
+        "config_yaml": yaml.safe_dump(config, sort_keys=False),
+        "command": command,
+        "code": sorted({(e["code"]["commit"] or "unknown") + (" (uncommitted changes)" if e["code"]["dirty"] else "") for e in envs}),
+        "packages": envs[0]["packages"] if envs else {},
+        "assets": asset_checksums(config),
+        "env_json": {e["hardware"]: yaml.safe_dump(e, sort_keys=False) for e in envs},
+    }
+
+
+def render_html(ctx: dict, template_dir: Path = REPORT_DIR) -> str:
+    environment = Environment(
+        loader=FileSystemLoader(template_dir), autoescape=select_autoescape(["html", "j2"]), undefined=StrictUndefined
+    )
+    environment.filters["num"] = lambda v, digits=2: "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
+    css = (template_dir / "paper.css").read_text()
+    return environment.get_template("paper.html.j2").render(**ctx, css=css)
+
+
+def write_html(ctx: dict, out: str | Path) -> None:
+    html = render_html(ctx).encode()
+    atomic_write(out, lambda handle: handle.write(html))
+
+
+def write_pdf(ctx: dict, out: str | Path) -> None:
+    from weasyprint import HTML
+
+    html = render_html(ctx)
+    atomic_write(out, lambda handle: HTML(string=html, base_url=str(REPORT_DIR)).write_pdf(handle))

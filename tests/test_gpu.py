@@ -1,0 +1,41 @@
+"""GPU code paths: CUDA events, allocator peaks, reduce-overhead's CUDA graphs. Skipped without a GPU."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from compilebench import config as configuration
+from compilebench import env, runner
+from conftest import tiny_config
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA or ROCm GPU")]
+
+
+def gpu_experiment(model: str, mode: str, **spec) -> dict:
+    raw = tiny_config(hardware={"gpu": {"device": "cuda"}})
+    raw["models"][model].update(spec)
+    return configuration.experiment(configuration.validate(raw), model, mode, "gpu", any_mode=True)
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile-default", "compile-reduce-overhead", "compile-max-autotune"])
+def test_resnet_on_gpu_with_allocator_peaks(mode):
+    result = runner.run(gpu_experiment("resnet", mode, dtype="bfloat16"))
+    assert result["status"] == "ok", result["error"]
+    assert result["memory"]["cuda_peak_allocated_bytes"] > 0
+    assert result["memory"]["cuda_peak_reserved_bytes"] >= result["memory"]["cuda_peak_allocated_bytes"]
+    assert result["correctness"]["passed"], result["correctness"]
+    assert all(x > 0 for x in result["latency_ms"])
+
+
+def test_generation_with_cuda_graphs_matches_eager():
+    result = runner.run(gpu_experiment("llama", "compile-reduce-overhead"))
+    assert result["status"] == "ok", result["error"]
+    assert result["correctness"]["tokens_match"]
+    assert result["generation"]["tokens_per_s"] > 0
+
+
+def test_environment_names_the_gpu_and_runtime():
+    env.validate("gpu", "cuda")
+    record = env.record("gpu", {"device": "cuda"})
+    assert record["accelerator"]["name"] and record["accelerator"]["runtime"] in ("cuda", "hip")

@@ -1,0 +1,77 @@
+"""Tables and figures on synthetic results: each figure is a function from tidy tables to a file."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from compilebench import figures, tables
+from synthetic import MODELS, MODES, synthetic_results
+
+
+@pytest.fixture
+def synthetic_tables(tmp_path):
+    paths = synthetic_results(tmp_path)
+    runs = tables.runs_table(paths)
+    return figures.Tables(runs, tables.latency_samples(paths), tables.speedups(runs), prices={"cpu": 1.0, "cpu-fast": 3.0}, baseline="cpu")
+
+
+def test_runs_table_has_one_row_per_job(synthetic_tables):
+    runs = synthetic_tables.runs
+    assert len(runs) == 2 * len(MODELS) * len(MODES)
+    assert tables.status_line(runs) == "14 ok, 0 failed, 0 timeout, 2 unsupported"
+    assert runs.loc[runs["status"] == "unsupported", "error"].str.contains("TorchScript").all()
+
+
+def test_latency_samples_are_one_row_per_iteration(synthetic_tables):
+    samples = synthetic_tables.samples
+    assert list(samples.columns) == ["hardware", "model", "mode", "dtype", "batch_size", "iteration", "latency_ms"]
+    assert len(samples) == 14 * 30
+    assert samples.groupby(["hardware", "model", "mode"])["iteration"].max().eq(29).all()
+
+
+def test_speedups_and_geometric_mean(synthetic_tables):
+    sp = synthetic_tables.speedups
+    row = sp[(sp["hardware"] == "cpu") & (sp["model"] == "resnet") & (sp["mode"] == "compile-max-autotune")].iloc[0]
+    assert row["speedup_ci95_low"] < row["speedup"] < row["speedup_ci95_high"]
+    assert row["speedup"] == pytest.approx(2.0, rel=0.05)
+    assert row["cross_job_speedup"] == pytest.approx(row["eager_job_median_ms"] / row["median_ms"])
+    summary = tables.geometric_mean_summary(sp)
+    cpu_default = summary[(summary["hardware"] == "cpu") & (summary["mode"] == "compile-default")].iloc[0]
+    values = sp[(sp["hardware"] == "cpu") & (sp["mode"] == "compile-default")]["speedup"]
+    assert cpu_default["geomean_speedup"] == pytest.approx(float(np.exp(np.log(values).mean())))
+    jit = summary[(summary["hardware"] == "cpu") & (summary["mode"] == "jit")].iloc[0]
+    assert (jit["models"], jit["models_total"]) == (1, 2)  # the unsupported llama/jit is left out
+
+
+def test_a_model_that_failed_correctness_is_left_out_of_the_mean():
+    sp = pd.DataFrame(
+        {"hardware": ["cpu"] * 2, "model": ["a", "b"], "mode": ["compile-default"] * 2, "status": ["ok"] * 2,
+         "speedup": [2.0, 8.0], "correct": [True, False]}
+    )
+    row = tables.geometric_mean_summary(sp).iloc[0]
+    assert row["geomean_speedup"] == pytest.approx(2.0) and row["models"] == 1
+
+
+@pytest.mark.parametrize("name", list(figures.FIGURES))
+def test_every_figure_renders_svg_and_png(synthetic_tables, tmp_path, name):
+    svg, png = tmp_path / f"{name}.svg", tmp_path / f"{name}.png"
+    figures.render(name, synthetic_tables, [svg, png])
+    root = ET.parse(svg).getroot()
+    assert root.tag.endswith("svg")
+    image = np.asarray(Image.open(png).convert("L"), dtype=float)
+    assert image.shape[0] > 100 and image.shape[1] > 200
+    assert image.std() > 10  # something was drawn, not a blank canvas
+
+
+def test_figures_say_so_when_there_is_nothing_to_show(synthetic_tables, tmp_path):
+    only_images = figures.Tables(
+        synthetic_tables.runs[synthetic_tables.runs["model"] == "resnet"], synthetic_tables.samples, synthetic_tables.speedups
+    )
+    out = tmp_path / "generation.svg"
+    figures.render("generation", only_images, [out])
+    assert "No text-generation experiments" in out.read_text() or "text-generation" in out.read_text()
