@@ -30,7 +30,6 @@ wildcard_constraints:
     model=NAME,
     mode="eager|jit|compile-default|compile-reduce-overhead|compile-max-autotune",
     asset=NAME,
-    figure="|".join(FIGURES),
 
 
 @functools.cache
@@ -72,6 +71,22 @@ REPORT_DIR = Path(workflow.basedir) / "report"
 ENGINE_SOURCES = [str(path) for path in engine_sources()]
 TABLE_SOURCES = str(PACKAGE / "tables.py")
 REPORT_SOURCES = [str(PACKAGE / "figures.py"), str(PACKAGE / "paper.py")]
+
+
+def figure_outputs(ext, in_report=False):
+    """Named outputs `{name}_{ext}`, one per figure; the SVGs are marked for Snakemake's report."""
+    outputs = {}
+    for name in FIGURE_NAMES:
+        path = f"results/report/figures/{name}.{ext}"
+        if in_report:
+            path = report(
+                path,
+                caption=f"../report/captions/{name}.rst",
+                category="Figures",
+                labels={"figure": name},
+            )
+        outputs[f"{name}_{ext}"] = path
+    return outputs
 
 
 def get_prices(wildcards):

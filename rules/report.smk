@@ -1,26 +1,21 @@
-rule figure:
+rule figures:
     input:
         runs="results/tables/runs.csv",
         samples="results/tables/latency_samples.csv",
         speedups="results/tables/speedups.csv",
         code=REPORT_SOURCES,
     output:
-        svg=report(
-            "results/report/figures/{figure}.svg",
-            caption="../report/captions/{figure}.rst",
-            category="Figures",
-            labels={"figure": "{figure}"},
-        ),
-        png="results/report/figures/{figure}.png",
+        **figure_outputs("svg", in_report=True),
+        **figure_outputs("png"),
     log:
-        "logs/report/figure_{figure}.log",
+        "logs/report/figures.log",
     conda:
         "../envs/cpu.yaml"
     params:
         prices=get_prices,
         baseline=get_baseline_hardware,
     script:
-        "../scripts/figure.py"
+        "../scripts/figures.py"
 
 
 rule paper_html:

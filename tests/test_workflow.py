@@ -68,7 +68,8 @@ def planned_outputs(project: Path, *args: str) -> set[str]:
     """Outputs of the jobs a dry run would run."""
     done = snakemake(project, "-n", *args)
     DRY_RUNS.append(done.stdout[-20000:])
-    return set(re.findall(r"^\s*output: (.+)$", done.stdout + done.stderr, re.M))
+    lines = re.findall(r"^\s*output: (.+)$", done.stdout + done.stderr, re.M)
+    return {path for line in lines for path in line.split(", ")}
 
 
 def expected_runs(config: dict, hardware=("cpu",)) -> set[str]:

@@ -31,6 +31,9 @@ def logging_to(path: str | Path):
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr, force=True)
         try:
             yield
+        except Exception as exc:
+            log.error("%s", exc)
+            raise
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
