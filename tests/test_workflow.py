@@ -212,28 +212,25 @@ def test_added_mode_adds_only_its_jobs(finished):
     }
 
 
+def planned_after_editing(project: Path, relative: str) -> set[str]:
+    """What a dry run would rerun after a file of the project is edited."""
+    path = project / relative
+    original = path.read_bytes()
+    path.write_bytes(original + b"\n")
+    try:
+        return planned_outputs(project)
+    finally:
+        path.write_bytes(original)
+
+
 def test_report_template_change_reruns_only_the_paper(finished):
     project, _, _ = finished
-    css = project / "report" / "paper.css"
-    original = css.read_bytes()
-    css.write_bytes(original + b"\n")
-    try:
-        planned = planned_outputs(project)
-    finally:
-        css.write_bytes(original)
-    assert planned == {"results/report/paper.html", "results/report/paper.pdf"}
+    assert planned_after_editing(project, "report/paper.css") == {"results/report/paper.html", "results/report/paper.pdf"}
 
 
 def test_engine_code_change_reruns_benchmarks(finished):
     project, config, _ = finished
-    timing = project / "src" / "compilebench" / "timing.py"
-    original = timing.read_bytes()
-    timing.write_bytes(original + b"\n")
-    try:
-        planned = planned_outputs(project)
-    finally:
-        timing.write_bytes(original)
-    assert expected_runs(config) <= planned
+    assert expected_runs(config) <= planned_after_editing(project, "src/compilebench/timing.py")
 
 
 def test_experiment_file_runs_its_own_models_alone(finished):

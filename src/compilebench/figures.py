@@ -49,6 +49,25 @@ def _grid(rows: list, cols: list, width: float = 3.2, height: float = 2.8):
     return fig, axes
 
 
+def _per_model_panels(frame: pd.DataFrame, draw: Callable, ylabel: str) -> plt.Figure:
+    """One panel per hardware (rows) and model (columns); `draw(ax, subframe)` fills each."""
+    hardware, models = sorted(frame["hardware"].unique()), list(dict.fromkeys(frame["model"]))
+    fig, axes = _grid(hardware, models)
+    for i, hw in enumerate(hardware):
+        for j, model in enumerate(models):
+            ax = axes[i][j]
+            sub = frame[(frame["hardware"] == hw) & (frame["model"] == model)]
+            if sub.empty:
+                ax.axis("off")
+                continue
+            draw(ax, sub)
+            ax.set_title(f"{model} · {hw}", fontsize=9)
+            ax.set_xlabel("")
+            ax.set_ylabel(ylabel if j == 0 else "")
+    fig.tight_layout()
+    return fig
+
+
 def _bars(ax, frame: pd.DataFrame, value: str, low: str | None = None, high: str | None = None) -> None:
     modes = _modes(frame)
     data = frame.set_index("mode").reindex(modes)
@@ -63,23 +82,9 @@ def _bars(ax, frame: pd.DataFrame, value: str, low: str | None = None, high: str
 
 def latency_by_mode(t: Tables) -> plt.Figure:
     """1. Median latency by mode with its 95% interval, one panel per model and hardware."""
-    ok = t.ok
-    if ok.empty:
+    if t.ok.empty:
         return _empty("No successful runs to plot.")
-    hardware, models = sorted(ok["hardware"].unique()), list(dict.fromkeys(ok["model"]))
-    fig, axes = _grid(hardware, models)
-    for i, hw in enumerate(hardware):
-        for j, model in enumerate(models):
-            ax = axes[i][j]
-            frame = ok[(ok["hardware"] == hw) & (ok["model"] == model)]
-            if frame.empty:
-                ax.axis("off")
-                continue
-            _bars(ax, frame, "median_ms", "ci95_low_ms", "ci95_high_ms")
-            ax.set_title(f"{model} · {hw}", fontsize=9)
-            ax.set_ylabel("median latency (ms)" if j == 0 else "")
-    fig.tight_layout()
-    return fig
+    return _per_model_panels(t.ok, lambda ax, f: _bars(ax, f, "median_ms", "ci95_low_ms", "ci95_high_ms"), "median latency (ms)")
 
 
 def generation_throughput(t: Tables) -> plt.Figure:
@@ -143,26 +148,15 @@ def compile_cost(t: Tables) -> plt.Figure:
 
 def latency_distributions(t: Tables) -> plt.Figure:
     """5. Raw per-iteration latencies, box per mode, one panel per model and hardware."""
-    samples = t.samples
-    if samples.empty:
+    if t.samples.empty:
         return _empty("No latency samples in this run.")
-    hardware, models = sorted(samples["hardware"].unique()), list(dict.fromkeys(samples["model"]))
-    fig, axes = _grid(hardware, models)
-    for i, hw in enumerate(hardware):
-        for j, model in enumerate(models):
-            ax = axes[i][j]
-            frame = samples[(samples["hardware"] == hw) & (samples["model"] == model)]
-            if frame.empty:
-                ax.axis("off")
-                continue
-            order = _modes(frame)
-            sns.boxplot(data=frame, x="mode", y="latency_ms", hue="mode", order=order, palette=PALETTE, ax=ax, fliersize=2, legend=False)
-            ax.set_xticks(range(len(order)), [m.replace("compile-", "c-") for m in order], rotation=35, ha="right", fontsize=8)
-            ax.set_title(f"{model} · {hw}", fontsize=9)
-            ax.set_xlabel("")
-            ax.set_ylabel("latency (ms)" if j == 0 else "")
-    fig.tight_layout()
-    return fig
+
+    def boxes(ax, frame: pd.DataFrame) -> None:
+        order = _modes(frame)
+        sns.boxplot(data=frame, x="mode", y="latency_ms", hue="mode", order=order, palette=PALETTE, ax=ax, fliersize=2, legend=False)
+        ax.set_xticks(range(len(order)), [m.replace("compile-", "c-") for m in order], rotation=35, ha="right", fontsize=8)
+
+    return _per_model_panels(t.samples, boxes, "latency (ms)")
 
 
 def hardware_comparison(t: Tables) -> plt.Figure:
@@ -197,20 +191,8 @@ def peak_memory(t: Tables) -> plt.Figure:
     ok = t.ok.dropna(subset=["peak_memory_bytes"])
     if ok.empty:
         return _empty("No memory measurements in this run.")
-    hardware, models = sorted(ok["hardware"].unique()), list(dict.fromkeys(ok["model"]))
-    fig, axes = _grid(hardware, models)
-    for i, hw in enumerate(hardware):
-        for j, model in enumerate(models):
-            ax = axes[i][j]
-            frame = ok[(ok["hardware"] == hw) & (ok["model"] == model)]
-            if frame.empty:
-                ax.axis("off")
-                continue
-            _bars(ax, frame.assign(peak_mib=frame["peak_memory_bytes"] / 2**20), "peak_mib")
-            ax.set_title(f"{model} · {hw}", fontsize=9)
-            ax.set_ylabel("peak memory (MiB)" if j == 0 else "")
-    fig.tight_layout()
-    return fig
+    ok = ok.assign(peak_mib=ok["peak_memory_bytes"] / 2**20)
+    return _per_model_panels(ok, lambda ax, f: _bars(ax, f, "peak_mib"), "peak memory (MiB)")
 
 
 FIGURES: dict[str, Callable[[Tables], plt.Figure]] = {
