@@ -33,7 +33,7 @@ rule paper_html:
     conda:
         "../envs/cpu.yaml"
     params:
-        config=config,
+        config=get_config_as_run(),
         command=get_command_line(),
     script:
         "../scripts/paper.py"
@@ -54,7 +54,7 @@ rule paper_pdf:
     conda:
         "../envs/cpu.yaml"
     params:
-        config=config,
+        config=get_config_as_run(),
         command=get_command_line(),
     script:
         "../scripts/paper.py"

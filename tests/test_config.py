@@ -76,3 +76,19 @@ def test_load_reports_missing_and_malformed_files(tmp_path):
 def test_shipped_default_config_is_valid():
     config = configuration.load(configuration.SCHEMA_PATH.parents[3] / "config" / "config.yaml")
     assert {"resnet18", "vit-tiny", "llama-tiny"} <= set(config["models"])
+
+
+def test_an_image_that_is_not_an_image_is_refused_before_anything_runs(tmp_path):
+    fake = tmp_path / "dog.jpg"
+    fake.write_text("not a jpeg")
+    raw = tiny_config()
+    raw["models"]["resnet"]["image"] = str(fake)
+    with pytest.raises(ConfigError, match=r"`models.resnet.image`.*not a readable image"):
+        configuration.validate(raw)
+
+
+def test_synthetic_prompt_longer_than_the_context_is_refused():
+    raw = tiny_config()
+    raw["models"]["llama"].update(seq_len=62, new_tokens=4)
+    with pytest.raises(ConfigError, match=r"models.llama.seq_len.*max_position_embeddings` is 64"):
+        configuration.validate(raw)

@@ -63,9 +63,13 @@ def test_image_file_goes_through_imagenet_preprocessing():
     assert -2.2 < float(image.min()) < 0 < float(image.max()) < 2.7  # ImageNet-normalized
 
 
-def test_prompt_longer_than_context_is_refused():
+def test_prompt_longer_than_context_is_refused_when_the_model_is_built(tmp_path):
+    from transformers import AutoConfig, AutoModelForCausalLM
+
     from compilebench.models import ModelError
 
-    entry = {**tiny_config()["models"]["llama"], "seq_len": 62, "new_tokens": 4}
+    raw = tiny_config()["models"]["llama"]
+    AutoModelForCausalLM.from_config(AutoConfig.for_model("llama", **raw["config"])).save_pretrained(tmp_path / "llama")
+    entry = {**raw, "weights": str(tmp_path / "llama"), "seq_len": 62, "new_tokens": 4}
     with pytest.raises(ModelError, match="context is 64"):
         build("l", configuration.validate(tiny_config({"l": entry}))["models"]["l"], seed=0, device="cpu")

@@ -30,7 +30,7 @@ def tiny_workflow_config(mirror: Path) -> dict:
         "measure": {"warmup": 1, "iterations": 3, "min_time_s": 0, "interleave_block": 1, "bootstrap_resamples": 200},
         "models": {
             "resnet": {**TINY_MODELS["resnet"], "image": "dog.jpg", "labels": "imagenet_classes.txt", "modes": ["eager", "jit", "compile-default"]},
-            "llama": TINY_MODELS["llama"],
+            "llama": {**TINY_MODELS["llama"], "modes": ["eager", "jit", "compile-default"]},
         },
         "hardware": {"cpu": {"device": "cpu"}, "gpu": {"device": "cuda", "optional": True}},
         "assets": assets,
@@ -87,8 +87,16 @@ def finished(tmp_path_factory):
     config = tiny_workflow_config(ASSETS_MIRROR)
     project = copy_project(tmp_path_factory.mktemp("project"), config)
     runs = {o for o in planned_outputs(project) if o.startswith("results/runs/")}
-    snakemake(project)
+    done = snakemake(project)
+    assert "compilebench: 5 ok, 0 failed, 0 timeout, 1 unsupported" in done.stderr  # a failed experiment is data
     return project, config, runs
+
+
+def test_strict_mode_fails_on_any_experiment_that_is_not_ok(finished):
+    project, _, _ = finished
+    done = snakemake(project, "--config", "strict=True", "--forcerun", "runs_table", check=False)
+    assert done.returncode != 0
+    assert "llama/jit (unsupported)" in done.stderr and "`strict`" in done.stderr
 
 
 def test_default_run_ends_with_the_paper(finished):
@@ -102,6 +110,7 @@ def test_default_run_ends_with_the_paper(finished):
     for heading in ("Abstract", "1 Setup", "2 Method", "3 Results", "4 Correctness and compiler health", "5 Reproducibility appendix"):
         assert heading in text
     assert "Figure 7." in text and "resnet" in text and "llama" in text
+    assert re.search(r"llama/jit:\s+unsupported", text)  # the paper names what did not run, with why
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -159,9 +168,12 @@ def test_end_to_end_produces_every_result_and_runs_table(finished):
         assert (project / path).is_file(), path
     table = pd.read_csv(project / "results" / "tables" / "runs.csv")
     assert len(table) == len(expected_runs(config))
-    assert set(table["status"]) == {"ok"}, table[["model", "mode", "error"]]
-    assert table["correct"].all()
-    assert (table.loc[table["mode"] != "eager", "speedup"] > 0).all()
+    ok = table[table["status"] == "ok"]
+    assert len(ok) == len(table) - 1, table[["model", "mode", "error"]]
+    unsupported = table[table["status"] == "unsupported"].iloc[0]
+    assert (unsupported["model"], unsupported["mode"]) == ("llama", "jit") and "TorchScript" in unsupported["error"]
+    assert ok["correct"].all()
+    assert (ok.loc[ok["mode"] != "eager", "speedup"] > 0).all()
     assert (project / "results" / "env" / "cpu.json").is_file()
     assert (project / "logs" / "benchmark" / "cpu" / "resnet" / "jit.log").stat().st_size > 0
     assert sha256_of(project / "resources" / "assets" / "dog.jpg") == config["assets"]["files"]["dog.jpg"]["sha256"]
@@ -189,7 +201,7 @@ def test_changed_iterations_rerun_only_that_model(finished):
     finally:
         write_config(project / "config" / "config.yaml", config)
     runs = {o for o in planned if o.startswith("results/runs/")}
-    assert runs == {"results/runs/cpu/llama/eager.json", "results/runs/cpu/llama/compile-default.json"}, DRY_RUNS[-1]
+    assert runs == {f"results/runs/cpu/llama/{mode}.json" for mode in ("eager", "jit", "compile-default")}, DRY_RUNS[-1]
     assert "results/tables/runs.csv" in planned and "results/report/paper.pdf" in planned
     assert not any(o.startswith(("results/reference/", "results/env/")) for o in planned)
 
@@ -197,7 +209,7 @@ def test_changed_iterations_rerun_only_that_model(finished):
 def test_added_mode_adds_only_its_jobs(finished):
     project, config, _ = finished
     changed = yaml.safe_load(yaml.safe_dump(config))
-    changed["models"]["llama"]["modes"] = ["eager", "compile-default", "compile-reduce-overhead"]
+    changed["models"]["llama"]["modes"] = ["eager", "jit", "compile-default", "compile-reduce-overhead"]
     write_config(project / "config" / "config.yaml", changed)
     try:
         runs = {o for o in planned_outputs(project) if o.startswith("results/")}
@@ -279,3 +291,35 @@ def test_missing_device_fails_naming_the_entry(tmp_path):
     log = (project / "logs" / "environment" / "gpu.log").read_text()
     assert "`hardware.gpu`" in log and "cuda" in log and "optional: true" in log
     assert not (project / "results" / "env" / "gpu.json").exists()
+
+
+def test_killed_run_resumes_keeping_finished_results(tmp_path):
+    import json
+    import os
+    import signal
+    import time
+
+    config = tiny_workflow_config(ASSETS_MIRROR)
+    config["models"] = {"resnet": {**TINY_MODELS["resnet"], "modes": ["eager", "compile-default", "compile-max-autotune"]}}
+    project = copy_project(tmp_path, config)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "--cores", "4"], cwd=project, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    runs = project / "results" / "runs" / "cpu" / "resnet"
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and not (len(list(runs.glob("*.json"))) >= 1 and len(list((project / "logs" / "benchmark" / "cpu" / "resnet").glob("*.log"))) >= 2):
+        time.sleep(0.5)
+    time.sleep(2)  # the second benchmark is under way
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
+    finished = {p.name: p.stat().st_mtime_ns for p in runs.glob("*.json")}
+    assert 1 <= len(finished) < 3
+    for path in runs.glob("*.json"):
+        json.loads(path.read_text())  # nothing half-written
+    assert not list(runs.glob(".*.tmp"))
+    snakemake(project, "--unlock")
+    snakemake(project, "--rerun-incomplete")
+    assert {p.name for p in runs.glob("*.json")} == {"eager.json", "compile-default.json", "compile-max-autotune.json"}
+    assert all(runs.joinpath(name).stat().st_mtime_ns == mtime for name, mtime in finished.items())
+    assert (project / "results" / "report" / "paper.pdf").is_file()

@@ -111,6 +111,9 @@ def _check_model(name: str, model: dict, assets: dict) -> None:
                 f"Config key `{key}.{field}` is {value!r}, which is neither an asset under `assets.files` "
                 f"({', '.join(assets) or 'none defined'}) nor an existing file."
             )
+    if model.get("image") and model["image"] not in assets:
+        _check_image(f"{key}.image", model["image"])
+    _check_context(key, model)
     if model["source"] == "torchvision" and model["task"] != "image-classification":
         raise ConfigError(
             f"Config key `{key}.task` is {model['task']!r}, but torchvision models here are "
@@ -129,6 +132,30 @@ def _check_model(name: str, model: dict, assets: dict) -> None:
                     f"Config key `{key}.{field}` is missing: pretrained transformers weights need "
                     "`hub_id` and a pinned `revision` so that a rerun loads the same weights."
                 )
+
+
+def _check_image(key: str, path: str) -> None:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as image:
+            image.verify()
+    except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+        raise ConfigError(f"Config key `{key}` names {path!r}, which is not a readable image: {exc}.") from None
+
+
+def _check_context(key: str, model: dict) -> None:
+    """Synthetic token ids plus new tokens must fit the context the architecture's config gives."""
+    context = model.get("config", {}).get("max_position_embeddings")
+    synthetic = model["weights"] == "random" and not model.get("prompt")
+    if model["source"] != "transformers" or model["task"] == "image-classification" or context is None or not synthetic:
+        return
+    needed = model["seq_len"] + (model["new_tokens"] if model["task"] == "text-generation" else 0)
+    if needed > context:
+        raise ConfigError(
+            f"Config key `{key}.seq_len` is {model['seq_len']}, which with new_tokens needs {needed} positions, but "
+            f"`{key}.config.max_position_embeddings` is {context}: expected at most {context} positions in all."
+        )
 
 
 def load(path: str | Path) -> dict:

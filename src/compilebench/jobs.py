@@ -8,12 +8,15 @@ because oneDNN and OpenMP read them when torch loads.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
-from .results import atomic_write, read_json, write_json
+from .results import atomic_write, identity, now, read_json, write_json
 
 log = logging.getLogger(__name__)
 
@@ -86,16 +89,89 @@ def reference_job(exp: dict, out: str | Path) -> None:
 
 
 def benchmark_job(exp: dict, out: str | Path, reference: str | Path | None = None, env_record: str | Path | None = None) -> dict:
-    """Measure one experiment and write its result; a failure is written as a result too."""
+    """Measure one experiment within `measure.timeout_s`, compile included; the result is written whatever happens.
+
+    The measurement runs in a child process that leads its own process group, so that
+    a job past its time is stopped with everything it started (inductor's compile
+    workers included), and a crash of the child (a segfault, the OOM killer) still
+    leaves a `failed` result.
+    """
     apply_hardware(exp["hardware_env"], exp["threads"])
+    timeout_s = exp["measure"]["timeout_s"]
+    started_at = now()
+    payload = json.dumps({"exp": exp, "out": str(out), "reference": _str(reference), "env_record": _str(env_record)})
+    package_root = str(Path(__file__).resolve().parents[1])
+    child_env = {**os.environ, "COMPILEBENCH_PARENT_PID": str(os.getpid()), "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+    child = subprocess.Popen([sys.executable, "-m", "compilebench.jobs"], stdin=subprocess.PIPE, env=child_env, start_new_session=True)
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        child.stdin.write(payload.encode())
+        child.stdin.close()
+        child.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(child)
+        message = f"stopped after measure.timeout_s = {timeout_s} s (compile included)"
+        log.error("%s", message)
+        return _write_stopped(exp, out, "timeout", started_at, message)
+    finally:
+        _kill_group(child)  # nothing it started outlives the job, also on Ctrl-C or SIGTERM
+        signal.signal(signal.SIGTERM, previous)
+    if child.returncode != 0 or not Path(out).exists():
+        message = f"the benchmark process died with exit code {child.returncode} before writing a result"
+        return _write_stopped(exp, out, "failed", started_at, message)
+    return read_json(out)
+
+
+def _str(path: str | Path | None) -> str | None:
+    return str(path) if path else None
+
+
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def _kill_group(child: subprocess.Popen) -> None:
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    child.wait()
+
+
+def _write_stopped(exp: dict, out: str | Path, status: str, started_at: str, message: str) -> dict:
+    result = {**identity(exp), "status": status, "started_at": started_at, "finished_at": now(),
+              "measure": exp["measure"], "error": {"message": message, "traceback": ""}}
+    write_json(out, result)
+    return result
+
+
+def _measure_in_child(exp: dict, out: str, reference: str | None, env_record: str | None) -> None:
+    """The child's side of `benchmark_job`: measure, write the result."""
     import torch
 
     from . import env
     from .runner import run
 
+    if exp["threads"]:
+        torch.set_num_threads(exp["threads"])
     full_env = read_json(env_record) if env_record else env.record(exp["hardware"], {"device": exp["device"], "env": exp["hardware_env"]})
-    environment = {**env.summary(full_env), "record": str(env_record) if env_record else None}
+    environment = {**env.summary(full_env), "record": env_record}
     ref = torch.load(reference, weights_only=True) if reference else None
-    result = run(exp, reference=ref, environment=environment)
-    write_json(out, result)
-    return result
+    write_json(out, run(exp, reference=ref, environment=environment))
+
+
+def _die_with_parent(parent: int) -> None:
+    """On Linux, the kernel kills this process when the job that started it dies, even by SIGKILL."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+if __name__ == "__main__":
+    _die_with_parent(int(os.environ["COMPILEBENCH_PARENT_PID"]))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
+    request = json.load(sys.stdin)
+    _measure_in_child(request["exp"], request["out"], request["reference"], request["env_record"])

@@ -6,11 +6,31 @@ import json
 import math
 import os
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "failed", "timeout", "unsupported")
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def identity(exp: dict) -> dict:
+    """The fields that name a result: which model, mode and hardware, in which dtype and batch."""
+    spec = exp["spec"]
+    return {
+        "schema": SCHEMA_VERSION,
+        "model": exp["model"],
+        "mode": exp["mode"],
+        "hardware": exp["hardware"],
+        "device": exp["device"],
+        "task": spec["task"],
+        "dtype": spec["dtype"],
+        "batch_size": spec["batch_size"],
+    }
 
 
 def _plain(value: Any) -> Any:

@@ -7,7 +7,6 @@ import os
 import tempfile
 import traceback
 from contextlib import ExitStack
-from datetime import datetime, timezone
 from typing import Any, Callable
 
 import torch
@@ -17,27 +16,9 @@ from .compiler import CompilerHealth
 from .generation import Generation, GreedyGenerator, summarize_tokens
 from .memory import PeakMemory
 from .models import Bundle, build
-from .results import SCHEMA_VERSION
+from .results import identity, now
 
 log = logging.getLogger(__name__)
-
-
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def identity(exp: dict) -> dict:
-    spec = exp["spec"]
-    return {
-        "schema": SCHEMA_VERSION,
-        "model": exp["model"],
-        "mode": exp["mode"],
-        "hardware": exp["hardware"],
-        "device": exp["device"],
-        "task": spec["task"],
-        "dtype": spec["dtype"],
-        "batch_size": spec["batch_size"],
-    }
 
 
 def reference_outputs(exp: dict) -> dict[str, torch.Tensor]:

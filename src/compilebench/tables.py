@@ -107,6 +107,19 @@ def status_line(table: pd.DataFrame) -> str:
     return ", ".join(f"{int(counts.get(s, 0))} {s}" for s in ("ok", "failed", "timeout", "unsupported"))
 
 
+def outcome(runs_csv: str | Path, strict: bool) -> str:
+    """The run's one-line summary; under `strict`, an error naming every experiment that is not ok."""
+    from .config import UserError
+
+    table = pd.read_csv(runs_csv)
+    line = f"compilebench: {status_line(table)}"
+    bad = table[table["status"] != "ok"]
+    if strict and not bad.empty:
+        names = ", ".join(f"{r.hardware}/{r.model}/{r.mode} ({r.status})" for r in bad.itertuples())
+        raise UserError(f"{line}. Config key `strict` is true and {len(bad)} experiment(s) did not succeed: {names}.")
+    return line
+
+
 def write_csv(table: pd.DataFrame, path: str | Path) -> None:
     from .results import atomic_write
 

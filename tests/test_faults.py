@@ -1,0 +1,51 @@
+"""Faults: a job past its time, a child that dies, determinism of inputs and references."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import psutil
+import pytest
+import torch
+
+from compilebench import config as configuration
+from compilebench import jobs, runner
+from conftest import tiny_config
+
+pytestmark = pytest.mark.slow
+
+
+def experiment(model: str, mode: str, **measure) -> dict:
+    raw = tiny_config()
+    raw["measure"].update(measure)
+    return configuration.experiment(configuration.validate(raw), model, mode, "cpu", any_mode=True)
+
+
+def test_compile_past_the_timeout_is_stopped_with_its_workers(tmp_path):
+    out = tmp_path / "r.json"
+    begin = time.monotonic()
+    # A cold max-autotune compile takes far longer than a second.
+    result = jobs.benchmark_job(experiment("resnet", "compile-max-autotune", timeout_s=1.0, private_cache=True), out)
+    assert time.monotonic() - begin < 15
+    assert result["status"] == "timeout" and "measure.timeout_s = 1.0" in result["error"]["message"]
+    assert json.loads(out.read_text())["status"] == "timeout"
+    assert psutil.Process().children(recursive=True) == []
+
+
+def test_a_child_that_dies_leaves_a_failed_result(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "/nonexistent")  # harmless: the package root is prepended
+    exp = experiment("resnet", "eager")
+    exp["spec"]["config"] = {"num_classes": -1}  # building the model raises inside the child
+    result = jobs.benchmark_job(exp, tmp_path / "r.json")
+    assert result["status"] == "failed"
+    assert result["error"]["message"]
+
+
+def test_inputs_and_reference_are_deterministic():
+    for model in ("resnet", "llama"):
+        first = runner.reference_outputs(experiment(model, "eager"))
+        second = runner.reference_outputs(experiment(model, "eager"))
+        assert first.keys() == second.keys()
+        for key in first:
+            assert torch.equal(first[key], second[key]), (model, key)
