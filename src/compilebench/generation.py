@@ -30,12 +30,13 @@ class GreedyGenerator:
         from transformers import StaticCache
 
         self.step, self.prompt, self.new_tokens, self.clock = step, prompt, new_tokens, clock
+        self.cache_keyword = _cache_keyword(model)
         self.cache = StaticCache(config=model.config, max_cache_len=prompt.shape[1] + new_tokens)
         self.cache_position = torch.arange(prompt.shape[1] + new_tokens, device=prompt.device)
         self.history: list[Generation] = []
         # The cache allocates lazily on its first update; allocate it now, eagerly, so that a
         # compiled step never sees two cache states (which would cost a recompile).
-        model(input_ids=prompt[:, :1], past_key_values=self.cache, cache_position=self.cache_position[:1], use_cache=True)
+        model(input_ids=prompt[:, :1], **{self.cache_keyword: self.cache}, cache_position=self.cache_position[:1], use_cache=True)
 
     def __call__(self) -> Generation:
         self.cache.reset()
@@ -57,7 +58,7 @@ class GreedyGenerator:
         return generation
 
     def _logits(self, ids: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
-        out = self.step(input_ids=ids, past_key_values=self.cache, cache_position=position, use_cache=True)
+        out = self.step(input_ids=ids, **{self.cache_keyword: self.cache}, cache_position=position, use_cache=True)
         return out.logits
 
     def _lap(self, begin: int, token_ms: list[float]) -> int:
@@ -65,6 +66,13 @@ class GreedyGenerator:
         now = time.perf_counter_ns()
         token_ms.append((now - begin) / 1e6)
         return now
+
+
+def _cache_keyword(model: nn.Module) -> str:
+    """transformers 5 names the KV cache argument `cache`; earlier releases `past_key_values`."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 def summarize_tokens(generations: list[Generation], batch_size: int) -> dict:

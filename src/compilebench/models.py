@@ -116,9 +116,9 @@ def _transformers_model(name: str, spec: dict):
     if weights == "pretrained":
         source = spec["hub_id"]
         kwargs = {"revision": spec["revision"], "cache_dir": str(WEIGHTS_CACHE / "huggingface")}
-    model = auto.from_pretrained(source, **kwargs)
+    model = auto.from_pretrained(source, trust_remote_code=False, **kwargs)
     try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(source, **kwargs)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(source, trust_remote_code=False, **kwargs)
     except (OSError, ValueError):
         tokenizer = None
     log.info("loaded %s from %s", spec["arch"], source)
