@@ -43,7 +43,8 @@ def pipeline_medians(config_path: Path) -> pd.Series:
 
 
 def timer_medians(config: dict) -> dict[str, float]:
-    """Timer's median for each model's eager call (one whole generation for text generation)."""
+    """Timer's median for each model's eager call (one whole generation for text generation),
+    given the same minimum time the pipeline's measurement gets."""
     medians = {}
     for name in config["models"]:
         exp = configuration.experiment(config, name, "eager", "cpu", any_mode=True)
@@ -55,7 +56,8 @@ def timer_medians(config: dict) -> dict[str, float]:
         with torch.no_grad():
             call()
             timer = benchmark.Timer(stmt="call()", globals={"call": call}, num_threads=torch.get_num_threads())
-            medians[name] = timer.blocked_autorange(min_run_time=2.0).median * 1e3
+            min_time_s = configuration.measure_settings(config, name)["min_time_s"]
+            medians[name] = timer.blocked_autorange(min_run_time=max(min_time_s, 0.2)).median * 1e3
     return medians
 
 

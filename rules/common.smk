@@ -7,9 +7,7 @@ from snakemake.exceptions import WorkflowError
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from compilebench import config as configuration
-from compilebench import engine_sources
-from compilebench.figures import FIGURES
-from compilebench.tables import outcome
+from compilebench import FIGURE_NAMES, engine_sources
 
 try:
     configuration.validate(config)
@@ -66,7 +64,6 @@ def get_final_output():
     return ["results/report/paper.html", "results/report/paper.pdf"]
 
 
-FIGURE_NAMES = list(FIGURES)
 PACKAGE = Path(workflow.basedir) / "src" / "compilebench"
 REPORT_DIR = Path(workflow.basedir) / "report"
 ENGINE_SOURCES = [str(path) for path in engine_sources()]
@@ -192,6 +189,8 @@ def get_model_spec(wildcards):
 
 onsuccess:
     if Path("results/tables/runs.csv").exists():
+        from compilebench.tables import outcome
+
         try:
             print(
                 outcome("results/tables/runs.csv", config["strict"]),

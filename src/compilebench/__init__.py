@@ -12,6 +12,11 @@ ENGINE_MODULES = (
 )
 
 
+# The paper's figures, in order; figures.FIGURES draws them. Named here so that the
+# workflow can plan its outputs without importing matplotlib.
+FIGURE_NAMES = ("latency", "generation", "speedup_heatmap", "compile_cost", "distributions", "hardware", "memory")
+
+
 def engine_sources() -> list[Path]:
     here = Path(__file__).parent
     return [here / f"{name}.py" for name in ENGINE_MODULES] + [here / "schemas" / "config.schema.yaml"]

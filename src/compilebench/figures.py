@@ -14,6 +14,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from . import FIGURE_NAMES  # noqa: E402
+
 MODE_ORDER = ["eager", "jit", "compile-default", "compile-reduce-overhead", "compile-max-autotune"]
 PALETTE = dict(zip(MODE_ORDER, sns.color_palette("colorblind", len(MODE_ORDER))))
 
@@ -204,6 +206,9 @@ FIGURES: dict[str, Callable[[Tables], plt.Figure]] = {
     "hardware": hardware_comparison,
     "memory": peak_memory,
 }
+
+
+assert tuple(FIGURES) == FIGURE_NAMES, "compilebench.FIGURE_NAMES must list FIGURES in order"
 
 
 def load_tables(runs: str | Path, samples: str | Path, speedups: str | Path, prices=None, baseline=None) -> Tables:
