@@ -46,7 +46,7 @@ def key_findings(runs: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
         findings.append(
             f"On {hardware}, {best['mode']} is the fastest mode for {model}: {row['speedup']:.2f}× eager "
             f"({_interval(row['speedup_ci95_low'], row['speedup_ci95_high'])}), {best['median_ms']:.2f} ms median, "
-            f"after a {best['compile_s']:.1f} s first call."
+            f"after a {best['compile_s']:.3g} s first call."
         )
     return findings
 
