@@ -33,13 +33,22 @@ def test_compile_past_the_timeout_is_stopped_with_its_workers(tmp_path):
     assert psutil.Process().children(recursive=True) == []
 
 
-def test_a_child_that_dies_leaves_a_failed_result(tmp_path, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", "/nonexistent")  # harmless: the package root is prepended
+def test_a_child_that_dies_before_writing_leaves_a_failed_result(tmp_path):
+    out = tmp_path / "r.json"
+    out.write_text('{"status": "ok"}')  # a stale result from an earlier run must not be read back
+    # The child cannot read its environment record, so it exits without writing a result.
+    result = jobs.benchmark_job(experiment("resnet", "eager"), out, env_record=tmp_path / "missing.json")
+    assert result["status"] == "failed"
+    assert "died with exit code 1" in result["error"]["message"]
+    assert json.loads(out.read_text())["status"] == "failed"
+
+
+def test_a_failure_inside_the_child_is_its_result(tmp_path):
     exp = experiment("resnet", "eager")
     exp["spec"]["config"] = {"num_classes": -1}  # building the model raises inside the child
     result = jobs.benchmark_job(exp, tmp_path / "r.json")
     assert result["status"] == "failed"
-    assert result["error"]["message"]
+    assert "negative dimension" in result["error"]["message"] and result["error"]["traceback"]
 
 
 def test_inputs_and_reference_are_deterministic():

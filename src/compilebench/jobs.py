@@ -99,6 +99,7 @@ def benchmark_job(exp: dict, out: str | Path, reference: str | Path | None = Non
     apply_hardware(exp["hardware_env"], exp["threads"])
     timeout_s = exp["measure"]["timeout_s"]
     started_at = now()
+    Path(out).unlink(missing_ok=True)  # what the parent reads afterwards is this run's, or nothing
     payload = json.dumps({"exp": exp, "out": str(out), "reference": _str(reference), "env_record": _str(env_record)})
     package_root = str(Path(__file__).resolve().parents[1])
     child_env = {**os.environ, "COMPILEBENCH_PARENT_PID": str(os.getpid()), "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
@@ -152,8 +153,6 @@ def _measure_in_child(exp: dict, out: str, reference: str | None, env_record: st
     from . import env
     from .runner import run
 
-    if exp["threads"]:
-        torch.set_num_threads(exp["threads"])
     full_env = read_json(env_record) if env_record else env.record(exp["hardware"], {"device": exp["device"], "env": exp["hardware_env"]})
     environment = {**env.summary(full_env), "record": env_record}
     ref = torch.load(reference, weights_only=True) if reference else None

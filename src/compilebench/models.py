@@ -14,11 +14,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from .config import UserError
+from .config import WEIGHTS_DIR, UserError
 
 log = logging.getLogger(__name__)
 
-WEIGHTS_CACHE = Path("resources") / "weights"
 
 _TRANSFORMERS_AUTO = {
     "image-classification": "AutoModelForImageClassification",
@@ -88,7 +87,7 @@ def _torchvision_model(name: str, spec: dict) -> nn.Module:
     if weights == "random":
         return torchvision.models.get_model(arch, weights=None, **spec.get("config", {}))
     if weights == "pretrained":
-        torch.hub.set_dir(str(WEIGHTS_CACHE / "torchvision"))
+        torch.hub.set_dir(str(WEIGHTS_DIR / "torchvision"))
         return torchvision.models.get_model(arch, weights="DEFAULT")
     model = torchvision.models.get_model(arch, weights=None, **spec.get("config", {}))
     path = Path(weights)
@@ -115,7 +114,7 @@ def _transformers_model(name: str, spec: dict):
     source, kwargs = weights, {}
     if weights == "pretrained":
         source = spec["hub_id"]
-        kwargs = {"revision": spec["revision"], "cache_dir": str(WEIGHTS_CACHE / "huggingface")}
+        kwargs = {"revision": spec["revision"], "cache_dir": str(WEIGHTS_DIR / "huggingface")}
     model = auto.from_pretrained(source, trust_remote_code=False, **kwargs)
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(source, trust_remote_code=False, **kwargs)

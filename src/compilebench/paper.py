@@ -15,6 +15,7 @@ from .assets import sha256_of
 from .correctness import COSINE_MIN, FLOAT32_REL_TOL
 from .figures import FIGURES, MODE_ORDER
 from .results import atomic_write, read_json
+from .tables import MEASURE_COLUMNS
 
 REPORT_DIR = Path(__file__).resolve().parents[2] / "report"
 
@@ -94,11 +95,9 @@ def context(tables: dict[str, Path], figures: list[Path], env_records: list[Path
     envs = [read_json(p) for p in env_records]
     published = config.get("published") or {}
     by_name = {Path(f).stem: Path(f) for f in figures}
-    measures = {}
-    for path in runs["result_file"]:
-        result = read_json(path) if Path(path).exists() else {}
-        if result.get("measure"):
-            measures[result["model"]] = result["measure"]
+    measure_columns = [f"measure_{key}" for key in MEASURE_COLUMNS]
+    settings = runs.dropna(subset=["measure_warmup"]).drop_duplicates("model").set_index("model")[measure_columns]
+    measures = {model: {k.removeprefix("measure_"): v for k, v in row.items()} for model, row in settings.iterrows()}
     not_ok = runs[runs["status"] != "ok"].to_dict("records")
     return {
         "title": config.get("title", "compilebench"),

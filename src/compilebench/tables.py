@@ -10,6 +10,7 @@ import pandas as pd
 from .results import read_json
 
 IDENTITY = ["hardware", "model", "mode", "task", "device", "dtype", "batch_size"]
+MEASURE_COLUMNS = ["warmup", "iterations", "min_time_s", "interleave_block", "fullgraph", "private_cache", "timeout_s"]
 
 
 def _run_row(result: dict, path: str) -> dict:
@@ -46,6 +47,7 @@ def _run_row(result: dict, path: str) -> dict:
         "graphs": compiler.get("graphs"),
         "graph_breaks": compiler.get("graph_breaks"),
         "recompiles": compiler.get("recompiles"),
+        **{f"measure_{key}": result.get("measure", {}).get(key) for key in MEASURE_COLUMNS},
         "started_at": result.get("started_at"),
         "finished_at": result.get("finished_at"),
         "result_file": str(path),
