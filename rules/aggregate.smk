@@ -55,3 +55,41 @@ rule speedups_table:
         "../envs/cpu.yaml"
     script:
         "../scripts/speedups_table.py"
+
+
+rule top_ops_table:
+    input:
+        runs=get_run_results,
+        code=TABLE_SOURCES,
+    output:
+        report(
+            "results/tables/top_ops.csv",
+            caption="../report/captions/top_ops_table.rst",
+            category="Tables",
+        ),
+    log:
+        "logs/aggregate/top_ops_table.log",
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../scripts/top_ops_table.py"
+
+
+rule limits_table:
+    input:
+        runs="results/tables/runs.csv",
+        code=TABLE_SOURCES,
+    output:
+        report(
+            "results/tables/limits.csv",
+            caption="../report/captions/limits_table.rst",
+            category="Tables",
+        ),
+    log:
+        "logs/aggregate/limits_table.log",
+    conda:
+        "../envs/cpu.yaml"
+    params:
+        peaks=get_peak_overrides,
+    script:
+        "../scripts/limits_table.py"

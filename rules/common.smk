@@ -67,7 +67,7 @@ def get_final_output():
 PACKAGE = Path(workflow.basedir) / "src" / "compilebench"
 REPORT_DIR = Path(workflow.basedir) / "report"
 ENGINE_SOURCES = [str(path) for path in engine_sources()]
-TABLE_SOURCES = str(PACKAGE / "tables.py")
+TABLE_SOURCES = [str(PACKAGE / "tables.py"), str(PACKAGE / "peaks.py")]
 REPORT_SOURCES = [str(PACKAGE / "figures.py"), str(PACKAGE / "paper.py")]
 
 
@@ -93,6 +93,10 @@ def get_prices(wildcards):
         for name, entry in config["hardware"].items()
         if entry.get("price_per_hour") is not None
     }
+
+
+def get_peak_overrides(wildcards):
+    return {name: entry.get("peak") for name, entry in config["hardware"].items()}
 
 
 def get_baseline_hardware(wildcards):
@@ -125,6 +129,8 @@ def get_paper_inputs(wildcards):
         "runs": "results/tables/runs.csv",
         "speedups": "results/tables/speedups.csv",
         "summary": "results/tables/summary.csv",
+        "limits": "results/tables/limits.csv",
+        "top_ops": "results/tables/top_ops.csv",
         "env": [f"results/env/{h}.json" for h in active_hardware()],
         "assets": [f"resources/assets/{name}" for name in used_assets],
         "template": [str(p) for p in sorted(REPORT_DIR.glob("*.*"))]

@@ -10,6 +10,7 @@ from compilebench.results import write_json
 from compilebench.stats import speedup, summarize
 
 MODES = {"eager": 1.0, "jit": 1.1, "compile-default": 1.6, "compile-max-autotune": 2.0}
+DEVICE_NAMES = ("Test CPU", "NVIDIA H100 80GB HBM3")
 MODELS = {"resnet": ("image-classification", 20.0), "llama": ("text-generation", 50.0)}
 
 
@@ -38,8 +39,17 @@ def synthetic_results(folder: Path, hardware=("cpu", "cpu-fast")) -> list[Path]:
                     if mode != "eager":
                         record["speedup"] = speedup(eager, samples, resamples=200)
                     if task == "text-generation":
-                        record["generation"] = {"tokens_per_s": 16e3 / np.median(samples), "ttft_ms": 5.0 / gain}
+                        tokens_per_s = 16e3 / np.median(samples)
+                        record["generation"] = {"tokens_per_s": tokens_per_s, "decode_tokens_per_s": tokens_per_s, "ttft_ms": 5.0 / gain}
                         record["correctness"]["tokens_match"] = True
+                    record["environment"] = {"hardware": hw, "device_name": DEVICE_NAMES[h], "threads": 2}
+                    record["workload"] = {"compute_dtype": "bfloat16", "parameter_bytes": 14_000_000_000}
+                    if task != "text-generation":
+                        record["workload"]["flops_per_call"] = 20_000_000_000
+                    if mode in ("eager", "compile-max-autotune"):
+                        record["profile"] = {"trace": f"results/traces/{hw}/{model}/{mode}.json", "iterations": 5, "time_basis": "device",
+                                             "top_ops": [{"op": f"{mode}_op_{i}", "self_us_per_call": 100.0 / (i + 1), "calls_per_call": 1.0, "share": 0.1}
+                                                         for i in range(12)]}
                 write_json(path, record)
                 paths.append(path)
     return paths

@@ -39,3 +39,19 @@ def test_environment_names_the_gpu_and_runtime():
     env.validate("gpu", "cuda")
     record = env.record("gpu", {"device": "cuda"})
     assert record["accelerator"]["name"] and record["accelerator"]["runtime"] in ("cuda", "hip")
+
+
+def test_profile_ranks_operators_by_device_time(tmp_path):
+    exp = gpu_experiment("resnet", "compile-default", dtype="bfloat16")
+    exp["measure"].update(profile=True, profile_iterations=2, trace=str(tmp_path / "trace.json"))
+    result = runner.run(exp)
+    assert result["status"] == "ok", result["error"]
+    assert result["profile"]["time_basis"] == "device" and result["profile"]["top_ops"]
+    assert (tmp_path / "trace.json").stat().st_size > 0
+    assert result["workload"]["flops_per_call"] > 0 and result["workload"]["compute_dtype"] == "bfloat16"
+
+
+def test_generation_with_bf16_weights_built_on_the_gpu():
+    result = runner.run(gpu_experiment("llama", "compile-default", weights_dtype="bfloat16"))
+    assert result["status"] == "ok", result["error"]
+    assert result["workload"]["compute_dtype"] == "bfloat16" and result["correctness"]["passed"], result["correctness"]

@@ -15,7 +15,9 @@ def paper_inputs(tmp_path, monkeypatch):
     paths = synthetic_results(tmp_path)
     runs = tables.runs_table(paths)
     sp = tables.speedups(runs)
-    for name, frame in {"runs": runs, "speedups": sp, "summary": tables.geometric_mean_summary(sp)}.items():
+    frames = {"runs": runs, "speedups": sp, "summary": tables.geometric_mean_summary(sp),
+              "limits": tables.limits(runs, {}), "top_ops": tables.top_ops(paths)}
+    for name, frame in frames.items():
         tables.write_csv(frame, tmp_path / f"{name}.csv")
     t = figures.Tables(runs, tables.latency_samples(paths), sp)
     figs = []
@@ -24,10 +26,11 @@ def paper_inputs(tmp_path, monkeypatch):
         figs.append(tmp_path / f"{name}.svg")
     env = tmp_path / "env.json"
     write_json(env, {"hardware": "cpu", "device": "cpu", "torch": "2.x", "hostname": "h", "threads": 2, "accelerator": None,
-                     "cpu": {"model": "Test CPU", "arch": "x86_64", "logical_cores": 2, "capability": "AVX2", "bf16_native": False},
+                     "cpu": {"model": "Test CPU", "arch": "x86_64", "logical_cores": 2, "capability": "AVX2", "bf16_native": False, "bf16_flags": []},
                      "kernel_env": {"DNNL_DEFAULT_FPMATH_MODE": "BF16"}, "slurm": None,
+                     "configured_env": {"DNNL_DEFAULT_FPMATH_MODE": "BF16"},
                      "code": {"commit": "abc123", "dirty": False}, "packages": {"torch": "2.x"}})
-    tabs = {name: tmp_path / f"{name}.csv" for name in ("runs", "speedups", "summary")}
+    tabs = {name: tmp_path / f"{name}.csv" for name in frames}
     return tabs, figs, [env]
 
 
@@ -54,3 +57,12 @@ def test_paper_has_every_section_and_the_published_column(paper_inputs):
     assert "Figure 2." in html
     assert "llama/jit" in html and "unsupported" in html  # non-ok experiments are named with their error
     assert "abc123" in html and "snakemake --cores 4" in html
+
+
+def test_paper_shows_limits_top_operators_and_an_unbacked_fast_math_request(paper_inputs):
+    tabs, figs, envs = paper_inputs
+    html = paper.render_html(paper.context(tabs, figs, envs, {"assets": {"files": {}}}, "snakemake --cores 4"))
+    assert "Distance to the hardware" in html and "NVIDIA H100 SXM" in html
+    assert "Where the time goes" in html
+    assert "eager_op_0" in html and "compile-max-autotune_op_4" in html and "eager_op_5" not in html
+    assert "no native bf16 instructions" in html

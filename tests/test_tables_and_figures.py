@@ -78,3 +78,38 @@ def test_figures_say_so_when_there_is_nothing_to_show(synthetic_tables, tmp_path
     out = tmp_path / "generation.svg"
     figures.render("generation", only_images, [out])
     assert ET.parse(out).getroot().tag.endswith("svg")
+
+
+def test_limits_compare_achieved_rates_with_the_device_peak(synthetic_tables):
+    limits = tables.limits(synthetic_tables.runs, {"cpu": {"memory_bandwidth_gbs": 100.0, "tflops": {"bfloat16": 2.0}}})
+    gpu = limits[(limits["hardware"] == "cpu-fast") & (limits["model"] == "resnet") & (limits["mode"] == "eager")].iloc[0]
+    run = synthetic_tables.runs.set_index(["hardware", "model", "mode"]).loc[("cpu-fast", "resnet", "eager")]
+    assert gpu["metric"] == "compute" and gpu["peak_device"] == "NVIDIA H100 SXM" and gpu["peak"] == 989
+    assert gpu["achieved"] == pytest.approx(20e9 / (run["median_ms"] / 1e3) / 1e12)
+    assert gpu["fraction_of_peak"] == pytest.approx(gpu["achieved"] / 989)
+    llama = limits[(limits["hardware"] == "cpu") & (limits["model"] == "llama") & (limits["mode"] == "eager")].iloc[0]
+    tokens = synthetic_tables.runs.set_index(["hardware", "model", "mode"]).loc[("cpu", "llama", "eager"), "decode_tokens_per_s"]
+    assert llama["metric"] == "memory bandwidth" and llama["peak_source"] == "config"
+    assert llama["achieved"] == pytest.approx(14e9 * tokens / 1e9)
+    assert llama["fraction_of_peak"] == pytest.approx(llama["achieved"] / 100.0)
+
+
+def test_unknown_devices_get_the_raw_figure_only(synthetic_tables):
+    limits = tables.limits(synthetic_tables.runs, {})
+    cpu = limits[limits["hardware"] == "cpu"]
+    assert cpu["achieved"].gt(0).all() and cpu["peak"].isna().all() and cpu["fraction_of_peak"].isna().all()
+
+
+def test_top_ops_keep_ten_per_profiled_run(tmp_path):
+    ops = tables.top_ops(synthetic_results(tmp_path))
+    assert set(ops["mode"]) == {"eager", "compile-max-autotune"}
+    assert ops.groupby(["hardware", "model", "mode"]).size().eq(10).all()
+    assert tables._plain_op_name("## Call CompiledFxGraph fsh4amx ##") == "## Call CompiledFxGraph ##"
+    kernel = "void at::native::batch_norm_transform_input_kernel<c10::BFloat16, float, float, true, int>(at::GenericPackedTensorAccessor)"
+    assert tables._plain_op_name(kernel) == "at::native::batch_norm_transform_input_kernel<…>"
+
+
+def test_hardware_legend_flags_fast_math_without_native_bf16(synthetic_tables):
+    runs = synthetic_tables.runs.assign(fpmath_mode=np.where(synthetic_tables.runs["hardware"] == "cpu-fast", "BF16", None), bf16_native=False)
+    labels = set(figures._hardware_labels(runs))
+    assert labels == {"cpu", "cpu-fast (bf16 requested, not native)"}

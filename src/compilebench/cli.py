@@ -23,6 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", required=True)
     p.add_argument("--reference", type=Path, help="eager float32 reference from `compilebench reference`")
     p.add_argument("--env-record", type=Path, help="environment record from `compilebench env`")
+    p.add_argument("--timeout-s", type=float, help="override measure.timeout_s for this run")
     p = sub.add_parser("reference", parents=[common], help="save the eager float32 output of one model")
     p.add_argument("--model", required=True)
     p = sub.add_parser("env", parents=[common], help="write the environment record of one hardware entry")
@@ -41,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
             jobs.reference_job(configuration.reference_experiment(config, args.model, args.hardware), args.out)
         else:
             exp = configuration.experiment(config, args.model, args.mode, args.hardware)
+            if args.timeout_s:
+                exp["measure"]["timeout_s"] = args.timeout_s
             result = jobs.benchmark_job(exp, args.out, args.reference, args.env_record)
             error = f": {result['error']['message']}" if result["error"] else ""
             print(f"{args.hardware}/{args.model}/{args.mode}: {result['status']}{error}")

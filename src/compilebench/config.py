@@ -28,7 +28,10 @@ MEASURE_DEFAULTS: dict[str, Any] = {
     "fullgraph": False,
     "bootstrap_resamples": 2000,
     "private_cache": True,
+    "profile": False,
+    "profile_iterations": 5,
 }
+TRACES_DIR = Path("results") / "traces"
 
 CPU_HARDWARE: dict[str, Any] = {"device": "cpu", "optional": False, "env": {}, "resources": {}}
 
@@ -239,6 +242,9 @@ def experiment(config: dict, model: str, mode: str, hardware: str, *, any_mode: 
                 spec[field] = str(ASSETS_DIR / asset)
     if pretrained_download(config, model):
         spec["weights"] = str(WEIGHTS_DIR / model)
+    measure = measure_settings(config, model)
+    if measure["profile"]:
+        measure["trace"] = str(TRACES_DIR / hardware / model / f"{mode}.json")
     return canonical(
         {
             "model": model,
@@ -246,7 +252,7 @@ def experiment(config: dict, model: str, mode: str, hardware: str, *, any_mode: 
             "hardware": hardware,
             "seed": config["seed"],
             "spec": spec,
-            "measure": measure_settings(config, model),
+            "measure": measure,
             "device": entry["device"],
             "hardware_env": {k: str(v) for k, v in entry.get("env", {}).items()},
             "threads": entry.get("threads"),

@@ -16,6 +16,8 @@ from .config import UserError
 KERNEL_ENV_VARS = ("DNNL_DEFAULT_FPMATH_MODE", "LRU_CACHE_CAPACITY", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
 PACKAGES = ("compilebench", "torch", "torchvision", "transformers", "numpy", "scipy", "pandas", "snakemake", "triton")
 BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16", "bf16", "sve_bf16")
+# /proc/cpuinfo on Arm names no model, only the core's part number.
+ARM_CORES = {"0xd0c": "Arm Neoverse-N1", "0xd40": "Arm Neoverse-V1", "0xd4f": "Arm Neoverse-V2", "0xd49": "Arm Neoverse-N2"}
 
 
 class HardwareError(UserError):
@@ -28,8 +30,10 @@ def cpu_info() -> dict:
     name = re.search(r"^(?:model name|Model|Hardware)\s*:\s*(.+)$", text, re.M)
     flags_line = re.search(r"^(?:flags|Features)\s*:\s*(.+)$", text, re.M)
     flags = set(flags_line.group(1).split()) if flags_line else set()
+    part = re.search(r"^CPU part\s*:\s*(0x[0-9a-f]+)$", text, re.M)
+    arm_core = ARM_CORES.get(part.group(1)) if part else None
     return {
-        "model": name.group(1).strip() if name else platform.processor() or platform.machine(),
+        "model": name.group(1).strip() if name else arm_core or platform.processor() or platform.machine(),
         "arch": platform.machine(),
         "logical_cores": os.cpu_count(),
         "bf16_native": bool(flags & set(BF16_CPU_FLAGS)),
@@ -127,10 +131,14 @@ def record(hardware: str, entry: dict) -> dict:
 def summary(full: dict) -> dict:
     """What a result file carries inline; the full record is a file beside it."""
     accelerator = full.get("accelerator") or {}
+    on_gpu = full["device"] == "cuda" and accelerator
+    fpmath = (full.get("configured_env") or {}).get("DNNL_DEFAULT_FPMATH_MODE") or (full.get("kernel_env") or {}).get("DNNL_DEFAULT_FPMATH_MODE")
     return {
         "hardware": full["hardware"],
         "torch": full["torch"],
-        "device_name": accelerator.get("name") or full["cpu"]["model"],
+        "device_name": accelerator["name"] if on_gpu else full["cpu"]["model"],
         "threads": full["threads"],
+        "bf16_native": full["cpu"]["bf16_native"],
+        "fpmath_mode": fpmath,
         "code": full["code"]["commit"],
     }

@@ -161,6 +161,14 @@ def latency_distributions(t: Tables) -> plt.Figure:
     return _per_model_panels(t.samples, boxes, "latency (ms)")
 
 
+def _hardware_labels(frame: pd.DataFrame) -> pd.Series:
+    """A hardware entry that asked for bf16 fast math on a CPU without native bf16 says so in the legend."""
+    if "fpmath_mode" not in frame:
+        return frame["hardware"]
+    unbacked = frame["fpmath_mode"].fillna("").str.upper().eq("BF16") & frame["bf16_native"].eq(False) & frame["device"].eq("cpu")
+    return frame["hardware"].where(~unbacked, frame["hardware"] + " (bf16 requested, not native)")
+
+
 def hardware_comparison(t: Tables) -> plt.Figure:
     """6. p90 latency normalized to a baseline hardware; cost per million inferences where priced."""
     ok = t.ok
@@ -170,8 +178,8 @@ def hardware_comparison(t: Tables) -> plt.Figure:
     baseline = t.baseline if t.baseline in hardware else (hardware[0] if hardware else None)
     base = ok[ok["hardware"] == baseline].set_index(["model", "mode"])["p90_ms"]
     frame = ok.assign(relative_p90=[row.p90_ms / base.get((row.model, row.mode), np.nan) for row in ok.itertuples()])
-    frame = frame.assign(label=frame["model"] + " / " + frame["mode"].str.replace("compile-", "c-"))
-    priced = frame[frame["hardware"].isin(t.prices)]
+    frame = frame.assign(label=frame["model"] + " / " + frame["mode"].str.replace("compile-", "c-"), hardware=_hardware_labels(frame))
+    priced = frame[ok["hardware"].isin(t.prices)]
     fig, axes = plt.subplots(1, 2 if not priced.empty else 1, figsize=(11 if not priced.empty else 6.5, 0.3 * frame["label"].nunique() + 2), squeeze=False)
     sns.barplot(data=frame, y="label", x="relative_p90", hue="hardware", ax=axes[0][0], orient="h")
     axes[0][0].axvline(1.0, color="0.4", lw=0.8, ls="--")
@@ -179,7 +187,7 @@ def hardware_comparison(t: Tables) -> plt.Figure:
     axes[0][0].set_ylabel("")
     if not priced.empty:
         cost = priced.assign(
-            cost_per_million=[t.prices[h] / 3600 * (ms / 1e3) / b * 1e6 for h, ms, b in zip(priced["hardware"], priced["median_ms"], priced["batch_size"])]
+            cost_per_million=[t.prices[h] / 3600 * (ms / 1e3) / b * 1e6 for h, ms, b in zip(ok.loc[priced.index, "hardware"], priced["median_ms"], priced["batch_size"])]
         )
         sns.barplot(data=cost, y="label", x="cost_per_million", hue="hardware", ax=axes[0][1], orient="h")
         axes[0][1].set_xlabel("cost per million inferences (price units)")

@@ -6,6 +6,7 @@ Every model is wrapped so that it maps input tensors to one output tensor
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ import torch
 from torch import nn
 
 from .config import WEIGHTS_DIR, UserError
+from .modes import DTYPES
 
 log = logging.getLogger(__name__)
 
@@ -59,20 +61,38 @@ class Bundle:
 def build(name: str, spec: dict, seed: int, device: str) -> Bundle:
     """Build the model named `name` from its config entry, on `device`, in eval mode."""
     torch.manual_seed(seed)
-    if spec["source"] == "torchvision":
-        module = _torchvision_model(name, spec)
-        inputs = (_image_input(name, spec, spec.get("image_size", 224), seed),)
-        bundle = Bundle(name, spec["task"], module, inputs)
-    else:
-        hf_model, tokenizer = _transformers_model(name, spec)
-        bundle = _transformers_bundle(name, spec, hf_model, tokenizer, seed)
-    bundle.module.eval().to(device)
+    if device != "cpu":
+        torch.cuda.manual_seed_all(seed)
+    # Random weights are initialised where they run: a 7B model on the CPU takes minutes and 28 GB.
+    with torch.device(device) if spec["weights"] == "random" else contextlib.nullcontext():
+        if spec["source"] == "torchvision":
+            module = _torchvision_model(name, spec)
+            inputs = (_image_input(name, spec, spec.get("image_size", 224), seed),)
+            bundle = Bundle(name, spec["task"], module, inputs)
+        else:
+            hf_model, tokenizer = _transformers_model(name, spec)
+            bundle = _transformers_bundle(name, spec, hf_model, tokenizer, seed)
+    weights_dtype = DTYPES.get(spec.get("weights_dtype"))
+    bundle.module.eval().to(device=device, dtype=weights_dtype)
     if bundle.causal_lm is not None:
-        bundle.causal_lm.eval().to(device)
-    bundle.inputs = tuple(t.to(device) for t in bundle.inputs)
+        bundle.causal_lm.eval().to(device=device, dtype=weights_dtype)
+    bundle.inputs = tuple(_to(t, device, weights_dtype) for t in bundle.inputs)
     if spec.get("labels"):
         bundle.labels = Path(spec["labels"]).read_text().splitlines()
     return bundle
+
+
+def _to(tensor: torch.Tensor, device: str, dtype: torch.dtype | None) -> torch.Tensor:
+    """Inputs go to the device; float inputs take the weights' dtype when one is set (token ids stay integers)."""
+    if dtype is not None and tensor.is_floating_point():
+        return tensor.to(device=device, dtype=dtype)
+    return tensor.to(device)
+
+
+def parameter_bytes(module: nn.Module) -> int:
+    """Bytes of the weights one forward pass reads (parameters and buffers)."""
+    tensors = list(module.parameters()) + list(module.buffers())
+    return sum(t.numel() * t.element_size() for t in {id(t): t for t in tensors}.values())
 
 
 def _torchvision_model(name: str, spec: dict) -> nn.Module:
@@ -144,7 +164,7 @@ def _image_input(name: str, spec: dict, size: int, seed: int) -> torch.Tensor:
         image = load_image(name, spec["image"], size)
         return image.unsqueeze(0).expand(batch, -1, -1, -1).contiguous()
     generator = torch.Generator().manual_seed(seed)
-    return torch.randn(batch, 3, size, size, generator=generator)
+    return torch.randn(batch, 3, size, size, generator=generator, device="cpu")
 
 
 def load_image(name: str, path: str, size: int = 224) -> torch.Tensor:
@@ -183,7 +203,7 @@ def _token_ids(name: str, spec: dict, config, tokenizer, seed: int) -> torch.Ten
         generator = torch.Generator().manual_seed(seed)
         vocab = config.vocab_size
         low = min(5, vocab - 1)  # keep clear of special tokens at the start of small vocabularies
-        ids = torch.randint(low, vocab, (1, spec.get("seq_len", 32)), generator=generator)
+        ids = torch.randint(low, vocab, (1, spec.get("seq_len", 32)), generator=generator, device="cpu")
     needed = ids.shape[1] + (spec.get("new_tokens", 16) if spec["task"] == "text-generation" else 0)
     if context is not None and needed > context:
         raise ModelError(

@@ -70,6 +70,37 @@ def results_rows(runs: pd.DataFrame, published: dict) -> list[dict]:
     return sorted(rows, key=lambda r: (r["hardware"], r["model"], order.get(r["mode"], 99)))
 
 
+def fast_math_note(record: dict) -> str | None:
+    """Say plainly when a CPU fast-math mode was asked for on a CPU that cannot do it natively."""
+    mode = (record.get("configured_env") or {}).get("DNNL_DEFAULT_FPMATH_MODE")
+    if not mode or record["device"] != "cpu":
+        return None
+    if mode.upper() == "BF16" and not record["cpu"]["bf16_native"]:
+        return (f"DNNL_DEFAULT_FPMATH_MODE={mode} was requested, but this CPU has no native bf16 instructions: "
+                "its results are not a measurement of bf16 fast math.")
+    return f"DNNL_DEFAULT_FPMATH_MODE={mode} (native bf16: {', '.join(record['cpu']['bf16_flags']) or 'none'})."
+
+
+def where_time_goes(runs: pd.DataFrame, top_ops: pd.DataFrame, per_side: int = 5) -> list[dict]:
+    """Per hardware and model: eager's top operators beside those of the fastest compiled mode."""
+    sections = []
+    ok = runs[runs["status"] == "ok"]
+    for (hardware, model), frame in ok.groupby(["hardware", "model"], sort=False):
+        ops = top_ops[(top_ops["hardware"] == hardware) & (top_ops["model"] == model)]
+        compiled = frame[frame["mode"].str.startswith("compile-") & frame["mode"].isin(ops["mode"])]
+        if "eager" not in set(ops["mode"]) or compiled.empty:
+            continue
+        fastest = compiled.loc[compiled["median_ms"].idxmin(), "mode"]
+        sides = {mode: ops[ops["mode"] == mode].nsmallest(per_side, "rank").to_dict("records") for mode in ("eager", fastest)}
+        sections.append({"hardware": hardware, "model": model, "fastest": fastest, "sides": sides,
+                         "basis": ops["time_basis"].iloc[0]})
+    return sections
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()} for row in frame.to_dict("records")]
+
+
 def _data_uri(path: Path) -> str:
     mime = {"svg": "image/svg+xml", "png": "image/png"}[path.suffix.lstrip(".")]
     return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode()}"
@@ -92,6 +123,8 @@ def context(tables: dict[str, Path], figures: list[Path], env_records: list[Path
     runs = pd.read_csv(tables["runs"])
     speedups = pd.read_csv(tables["speedups"])
     summary = pd.read_csv(tables["summary"])
+    limits = pd.read_csv(tables["limits"])
+    top_ops = pd.read_csv(tables["top_ops"])
     envs = [read_json(p) for p in env_records]
     published = config.get("published") or {}
     by_name = {Path(f).stem: Path(f) for f in figures}
@@ -107,7 +140,9 @@ def context(tables: dict[str, Path], figures: list[Path], env_records: list[Path
         "summary": summary.to_dict("records"),
         "counts": runs["status"].value_counts().to_dict(),
         "jobs": len(runs),
-        "hardware": envs,
+        "hardware": [{**e, "fast_math_note": fast_math_note(e)} for e in envs],
+        "limits": _records(limits),
+        "time_goes": where_time_goes(runs, top_ops),
         "measures": measures,
         "dtypes": sorted(runs["dtype"].dropna().unique()),
         "cosine_min": COSINE_MIN,

@@ -11,11 +11,11 @@ from typing import Any, Callable
 
 import torch
 
-from . import correctness, modes, stats, timing
+from . import correctness, modes, profiling, stats, timing
 from .compiler import CompilerHealth
 from .generation import Generation, GreedyGenerator, summarize_tokens
 from .memory import PeakMemory
-from .models import Bundle, build
+from .models import Bundle, build, parameter_bytes
 from .results import identity, now
 
 log = logging.getLogger(__name__)
@@ -100,13 +100,18 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None) -> dict:
             timing.warm_up(eager_call, clock, settings["warmup"] + 1)
             eager_ms, latency_ms = timing.interleaved(eager_call, call, clock, block=settings["interleave_block"], **loop)
         timed_generations = generator.history[-len(latency_ms):] if generator else None
-        output = call() if generator is None else generator.history[-1]
-    peak_memory = memory.report()
-    compiler = health.report()
+        # A copy: a CUDA-graph replay (profiling below) may overwrite the buffer of a previous output.
+        output = call().clone() if generator is None else generator.history[-1]
+        peak_memory = memory.report()
+        compiler = health.report()
+        profiled = None
+        if settings["profile"]:
+            profiled = profiling.profile(call, clock, settings["profile_iterations"], settings["trace"])
+        workload = _workload(bundle, spec)
     if reference is None:
         log.info("computing the eager float32 reference")
         reference = reference_outputs(exp)
-    check = _check(bundle, output, reference, spec["dtype"])
+    check = _check(bundle, output, reference, compute_dtype(spec))
     record = {
         "compile_s": compile_ms / 1e3,
         "warmup_ms": warmup_ms,
@@ -115,7 +120,10 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None) -> dict:
         "memory": peak_memory,
         "correctness": check,
         "compiler": compiler,
+        "workload": workload,
     }
+    if profiled:
+        record["profile"] = profiled
     median_s = record["stats"]["median_ms"] / 1e3
     record["throughput"] = {"samples_per_s": spec["batch_size"] / median_s}
     if eager_ms:
@@ -125,6 +133,19 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None) -> dict:
         record["generation"] = summarize_tokens(timed_generations, spec["batch_size"])
         record["throughput"]["tokens_per_s"] = record["generation"]["tokens_per_s"]
     return record
+
+
+def compute_dtype(spec: dict) -> str:
+    """The precision the arithmetic runs in: autocast's, else the weights' own."""
+    return spec["dtype"] if spec["dtype"] != "float32" else spec.get("weights_dtype") or "float32"
+
+
+def _workload(bundle: Bundle, spec: dict) -> dict:
+    """What one call must do, for the fraction of the hardware's limit it reaches."""
+    work = {"compute_dtype": compute_dtype(spec), "parameter_bytes": parameter_bytes(bundle.causal_lm or bundle.module)}
+    if bundle.causal_lm is None:
+        work["flops_per_call"] = profiling.flops_per_call(bundle.module, bundle.inputs)
+    return work
 
 
 def _callables(bundle: Bundle, exp: dict, clock: timing.Clock) -> tuple[Callable, Callable, GreedyGenerator | None]:

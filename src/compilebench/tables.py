@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import pandas as pd
 from .results import read_json
 
 IDENTITY = ["hardware", "model", "mode", "task", "device", "dtype", "batch_size"]
-MEASURE_COLUMNS = ["warmup", "iterations", "min_time_s", "interleave_block", "fullgraph", "private_cache", "timeout_s"]
+MEASURE_COLUMNS = ["warmup", "iterations", "min_time_s", "interleave_block", "fullgraph", "private_cache", "timeout_s", "profile"]
 
 
 def _run_row(result: dict, path: str) -> dict:
@@ -22,8 +23,14 @@ def _run_row(result: dict, path: str) -> dict:
     ci = stats.get("ci95_ms") or [None, None]
     speedup_ci = speedup.get("ci95") or [None, None]
     error = result.get("error") or {}
+    environment = result.get("environment") or {}
+    workload = result.get("workload", {})
     return {
         **{key: result.get(key) for key in IDENTITY},
+        "device_name": environment.get("device_name"),
+        "threads": environment.get("threads"),
+        "bf16_native": environment.get("bf16_native"),
+        "fpmath_mode": environment.get("fpmath_mode"),
         "status": result["status"],
         "error": error.get("message"),
         "n": stats.get("n"),
@@ -47,6 +54,9 @@ def _run_row(result: dict, path: str) -> dict:
         "graphs": compiler.get("graphs"),
         "graph_breaks": compiler.get("graph_breaks"),
         "recompiles": compiler.get("recompiles"),
+        "compute_dtype": workload.get("compute_dtype"),
+        "flops_per_call": workload.get("flops_per_call"),
+        "parameter_bytes": workload.get("parameter_bytes"),
         **{f"measure_{key}": result.get("measure", {}).get(key) for key in MEASURE_COLUMNS},
         "started_at": result.get("started_at"),
         "finished_at": result.get("finished_at"),
@@ -73,6 +83,63 @@ def latency_samples(paths: list[str | Path]) -> pd.DataFrame:
             frames.append(frame)
     columns = ["hardware", "model", "mode", "dtype", "batch_size", "iteration", "latency_ms"]
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+
+
+def top_ops(paths: list[str | Path], per_run: int = 10) -> pd.DataFrame:
+    """The profiled runs' top operators by self time, one row per operator."""
+    rows = []
+    for path in paths:
+        result = read_json(path)
+        profile = result.get("profile") if result["status"] == "ok" else None
+        for rank, op in enumerate((profile or {}).get("top_ops", [])[:per_run], start=1):
+            rows.append({**{k: result.get(k) for k in ("hardware", "model", "mode")}, "rank": rank,
+                         "op": _plain_op_name(op["op"]), "self_us_per_call": op["self_us_per_call"],
+                         "calls_per_call": op["calls_per_call"], "share": op["share"],
+                         "time_basis": profile["time_basis"], "trace": profile["trace"]})
+    columns = ["hardware", "model", "mode", "rank", "op", "self_us_per_call", "calls_per_call", "share", "time_basis", "trace"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _plain_op_name(name: str, limit: int = 90) -> str:
+    """A readable operator name: no graph hash, no kernel template arguments, no parameter list."""
+    name = re.sub(r"CompiledFxGraph \w+", "CompiledFxGraph", name)
+    name = re.sub(r"^void ", "", name)
+    if "<" in name or "(" in name:
+        name = re.split(r"[<(]", name, maxsplit=1)[0] + "<…>"
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def limits(runs: pd.DataFrame, peak_overrides: dict[str, dict | None]) -> pd.DataFrame:
+    """How close each run came to its device's limit.
+
+    Text generation reads every weight once per decode step, so its limit is memory bandwidth:
+    parameter bytes x decode steps per second. Other models report FLOP/s against peak FLOP/s
+    in the dtype the arithmetic ran in. Unknown devices get the raw figure only.
+    """
+    from .peaks import lookup
+
+    rows = []
+    for run in runs[runs["status"] == "ok"].to_dict("records"):
+        peak = lookup(run.get("device_name"), peak_overrides.get(run["hardware"]), _int_or_none(run.get("threads")))
+        row = {k: run.get(k) for k in ("hardware", "model", "mode", "device_name", "compute_dtype")}
+        if run["task"] == "text-generation":
+            steps_per_s = (run.get("decode_tokens_per_s") or float("nan")) / run["batch_size"]
+            achieved, limit = run["parameter_bytes"] * steps_per_s / 1e9, (peak or {}).get("memory_bandwidth_gbs")
+            row.update(metric="memory bandwidth", unit="GB/s")
+        else:
+            achieved = run["flops_per_call"] / (run["median_ms"] / 1e3) / 1e12 if run.get("flops_per_call") else float("nan")
+            limit = (peak or {}).get("tflops", {}).get(run.get("compute_dtype") or "float32")
+            row.update(metric="compute", unit="TFLOP/s")
+        row.update(achieved=achieved, peak=limit, fraction_of_peak=achieved / limit if limit else None,
+                   peak_device=(peak or {}).get("name"), peak_source=(peak or {}).get("source"))
+        rows.append(row)
+    columns = ["hardware", "model", "mode", "device_name", "compute_dtype", "metric", "unit", "achieved", "peak",
+               "fraction_of_peak", "peak_device", "peak_source"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _int_or_none(value) -> int | None:
+    return None if value is None or (isinstance(value, float) and np.isnan(value)) else int(value)
 
 
 def speedups(runs: pd.DataFrame) -> pd.DataFrame:

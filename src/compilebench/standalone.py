@@ -1,0 +1,53 @@
+"""The workflow's aggregation and report steps as plain functions, for machines without Snakemake.
+
+The Snakefile's rules call the same table, figure and paper functions one by one;
+these run them in order over result files that already exist.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from . import figures, paper, tables
+
+TABLE_NAMES = ("runs", "latency_samples", "speedups", "summary", "limits", "top_ops")
+
+
+def write_tables(result_paths: list[Path], config: dict, out_dir: Path) -> dict[str, Path]:
+    """Every tidy table the workflow writes, from the given result files."""
+    runs = tables.runs_table(result_paths)
+    sp = tables.speedups(runs)
+    frames = {
+        "runs": runs,
+        "latency_samples": tables.latency_samples(result_paths),
+        "speedups": sp,
+        "summary": tables.geometric_mean_summary(sp),
+        "limits": tables.limits(runs, {name: entry.get("peak") for name, entry in config["hardware"].items()}),
+        "top_ops": tables.top_ops(result_paths),
+    }
+    paths = {name: out_dir / f"{name}.csv" for name in frames}
+    for name, frame in frames.items():
+        tables.write_csv(frame, paths[name])
+    return paths
+
+
+def write_paper(table_paths: dict[str, Path], env_paths: list[Path], config: dict, out_dir: Path, command: str, *, pdf: bool = True) -> dict[str, float]:
+    """Figures (SVG and PNG), paper.html and, where asked, paper.pdf; returns seconds per stage."""
+    seconds, begin = {}, time.perf_counter()
+    prices = {h: e["price_per_hour"] for h, e in config["hardware"].items() if e.get("price_per_hour") is not None}
+    drawn = figures.load_tables(table_paths["runs"], table_paths["latency_samples"], table_paths["speedups"], prices,
+                                config.get("report", {}).get("baseline_hardware"))
+    figure_dir = out_dir / "figures"
+    for name in figures.FIGURES:
+        figures.render(name, drawn, [figure_dir / f"{name}.svg", figure_dir / f"{name}.png"])
+    seconds["figures"] = time.perf_counter() - begin
+    paper_tables = {name: table_paths[name] for name in ("runs", "speedups", "summary", "limits", "top_ops")}
+    begin = time.perf_counter()
+    paper.write_html(paper.context(paper_tables, sorted(figure_dir.glob("*.svg")), env_paths, config, command), out_dir / "paper.html")
+    seconds["html"] = time.perf_counter() - begin
+    if pdf:
+        begin = time.perf_counter()
+        paper.write_pdf(paper.context(paper_tables, sorted(figure_dir.glob("*.png")), env_paths, config, command), out_dir / "paper.pdf")
+        seconds["pdf"] = time.perf_counter() - begin
+    return seconds
