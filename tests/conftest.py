@@ -53,6 +53,18 @@ def tiny_config(models: dict | None = None, **overrides) -> dict:
     return config
 
 
+def word_tokenizer(vocab_size: int):
+    """A word-level tokenizer for tiny saved models: a few real words, then filler up to `vocab_size`."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "dog", "is", "a", "samoyed"]
+    vocab = {w: i for i, w in enumerate(words + [f"w{i}" for i in range(vocab_size - len(words))])}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", pad_token="[PAD]", mask_token="[MASK]")
+
+
 @pytest.fixture
 def config_file(tmp_path):
     """Write a config dict as YAML and return its path."""

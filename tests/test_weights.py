@@ -8,7 +8,7 @@ import torch
 from compilebench import config as configuration
 from compilebench import runner
 from compilebench.models import build
-from conftest import ASSETS_MIRROR, tiny_config
+from conftest import ASSETS_MIRROR, tiny_config, word_tokenizer
 
 
 def test_torchvision_state_dict_by_path(tmp_path):
@@ -24,17 +24,6 @@ def test_torchvision_state_dict_by_path(tmp_path):
         assert torch.equal(bundle.module(*bundle.inputs), saved(*bundle.inputs))
 
 
-def _word_tokenizer(vocab_size: int):
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "dog", "is", "a", "samoyed"]
-    vocab = {w: i for i, w in enumerate(words + [f"w{i}" for i in range(vocab_size - len(words))])}
-    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", pad_token="[PAD]")
-
-
 def test_transformers_save_pretrained_directory_with_prompt(tmp_path):
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
@@ -42,7 +31,7 @@ def test_transformers_save_pretrained_directory_with_prompt(tmp_path):
     torch.manual_seed(7)
     model = AutoModelForSequenceClassification.from_config(AutoConfig.for_model("distilbert", **raw["config"])).eval()
     model.save_pretrained(tmp_path / "distil")
-    _word_tokenizer(raw["config"]["vocab_size"]).save_pretrained(tmp_path / "distil")
+    word_tokenizer(raw["config"]["vocab_size"]).save_pretrained(tmp_path / "distil")
     entry = {**raw, "weights": str(tmp_path / "distil"), "prompt": "the dog is a samoyed"}
     config = configuration.validate(tiny_config({"d": entry}))
     bundle = build("d", config["models"]["d"], seed=0, device="cpu")
