@@ -14,6 +14,25 @@ report: "report/workflow.rst"
 
 
 include: "rules/common.smk"
+
+
+# On a cluster, downloads (compute nodes often have no internet), tables and the
+# paper run where snakemake runs; only environment, reference and benchmark jobs
+# go to the hardware they describe.
+localrules:
+    all,
+    asset_download,
+    weights_download,
+    runs_table,
+    latency_samples_table,
+    speedups_table,
+    top_ops_table,
+    limits_table,
+    figures,
+    paper_html,
+    paper_pdf,
+
+
 include: "rules/assets.smk"
 include: "rules/environment.smk"
 include: "rules/benchmark.smk"

@@ -11,6 +11,7 @@ rule reference_output:
         get_conda_env
     threads: get_job_threads
     resources:
+        **hardware_resources(),
         benchmark_slot=1,
     params:
         experiment=get_reference_experiment,
@@ -32,6 +33,7 @@ rule benchmark_run:
         get_conda_env
     threads: get_job_threads
     resources:
+        **hardware_resources(exclusive=True),
         benchmark_slot=1,
     params:
         experiment=get_experiment,

@@ -160,8 +160,49 @@ def get_hardware_settings(wildcards):
 
 
 def get_job_threads(wildcards):
-    """A benchmark-like job holds the whole machine: its entry's threads, or every core given."""
-    return config["hardware"][wildcards.hardware].get("threads") or workflow.cores
+    """A benchmark-like job holds the whole machine: its entry's threads, or every core given.
+
+    On a cluster the node is the machine: the entry's `cpus_per_task`, else one CPU
+    asked for (an exclusive job still gets the whole node, and torch uses it).
+    """
+    entry = config["hardware"][wildcards.hardware]
+    if entry.get("threads"):
+        return entry["threads"]
+    if workflow.local_exec and not workflow.remote_exec:
+        return workflow.cores
+    return entry["resources"].get("cpus_per_task", 1)
+
+
+def hardware_resources(exclusive=False):
+    """Cluster resources routed by the `hardware` wildcard: each entry's `resources` reach its jobs only.
+
+    Every key some entry sets is declared for all; an entry without it gets None,
+    which leaves that resource to the profile's defaults.
+    """
+    keys = {key for entry in config["hardware"].values() for key in entry["resources"]}
+
+    def lookup(key):
+        return lambda wildcards: config["hardware"][wildcards.hardware][
+            "resources"
+        ].get(key)
+
+    resources = {key: lookup(key) for key in sorted(keys - {"slurm_extra"})}
+    if exclusive or "slurm_extra" in keys:
+        resources["slurm_extra"] = lambda wildcards: slurm_extra(
+            wildcards.hardware, exclusive
+        )
+    return resources
+
+
+def slurm_extra(hardware, exclusive):
+    entry = config["hardware"][hardware]
+    options = ["--exclusive"] if exclusive and entry["exclusive"] else []
+    options += (
+        [entry["resources"]["slurm_extra"]]
+        if "slurm_extra" in entry["resources"]
+        else []
+    )
+    return " ".join(options) or None
 
 
 def get_conda_env(wildcards):

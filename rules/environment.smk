@@ -9,6 +9,7 @@ rule environment_record:
         get_conda_env
     threads: get_job_threads
     resources:
+        **hardware_resources(),
         benchmark_slot=1,
     params:
         entry=get_hardware_settings,

@@ -323,3 +323,23 @@ def test_killed_run_resumes_keeping_finished_results(tmp_path):
     assert {p.name for p in runs.glob("*.json")} == {"eager.json", "compile-default.json", "compile-max-autotune.json"}
     assert all(runs.joinpath(name).stat().st_mtime_ns == mtime for name, mtime in finished.items())
     assert (project / "results" / "report" / "paper.pdf").is_file()
+
+
+def test_hardware_resources_reach_only_that_hardwares_jobs(tmp_path):
+    config = tiny_workflow_config(ASSETS_MIRROR)
+    config["hardware"] = {"big": {"device": "cpu", "resources": {"slurm_partition": "mi210", "gres": "gpu:1"}},
+                          "shared": {"device": "cpu", "exclusive": False}}
+    project = copy_project(tmp_path, config)
+    done = snakemake(project, "-n")
+    plan = done.stdout + done.stderr
+    blocks = [b for b in re.split(r"^\[.+\]$", plan, flags=re.M) if re.search(r"^(local)?rule ", b, re.M)]
+    jobs = []
+    for block in blocks:
+        rule = re.search(r"^(?:local)?rule (\w+):", block, re.M).group(1)
+        hardware = re.search(r"wildcards: hardware=(\w+)", block)
+        if hardware:
+            jobs.append((rule, hardware.group(1), re.search(r"resources: (.+)", block).group(1)))
+    assert {rule for rule, _, _ in jobs} == {"environment_record", "reference_output", "benchmark_run"}
+    for rule, hardware, resources in jobs:
+        assert ("slurm_partition=mi210" in resources and "gres=gpu:1" in resources) == (hardware == "big")
+        assert ("slurm_extra=--exclusive" in resources) == (hardware == "big" and rule == "benchmark_run")

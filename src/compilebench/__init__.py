@@ -8,7 +8,7 @@ __version__ = "0.1.0"
 # benchmarks. Tables, figures and the paper are downstream and rerun nothing.
 ENGINE_MODULES = (
     "assets", "compiler", "config", "correctness", "env", "generation", "jobs",
-    "memory", "models", "modes", "results", "runner", "stats", "timing",
+    "memory", "models", "modes", "profiling", "results", "runner", "stats", "timing",
 )
 
 

@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -154,7 +155,8 @@ def _measure_in_child(exp: dict, out: str, reference: str | None, env_record: st
     from .runner import run
 
     full_env = read_json(env_record) if env_record else env.record(exp["hardware"], {"device": exp["device"], "env": exp["hardware_env"]})
-    environment = {**env.summary(full_env), "record": env_record}
+    # Where this measurement ran: on a cluster, not necessarily the node of the environment record.
+    environment = {**env.summary(full_env), "record": env_record, "hostname": platform.node(), "slurm": env.slurm_info()}
     ref = torch.load(reference, weights_only=True) if reference else None
     write_json(out, run(exp, reference=ref, environment=environment))
 

@@ -97,6 +97,20 @@ def where_time_goes(runs: pd.DataFrame, top_ops: pd.DataFrame, per_side: int = 5
     return sections
 
 
+def cluster_jobs(runs: pd.DataFrame) -> list[dict]:
+    """Per hardware entry: the SLURM partitions, nodes and job ids its benchmark jobs ran under."""
+    if "slurm_job_id" not in runs or runs["slurm_job_id"].isna().all():
+        return []
+    ran = runs.dropna(subset=["slurm_job_id"])
+    return [
+        {"hardware": hardware,
+         "partitions": sorted(frame["slurm_job_partition"].dropna().astype(str).unique()),
+         "nodes": sorted(frame["slurm_job_nodelist"].dropna().astype(str).unique()),
+         "job_ids": sorted(frame["slurm_job_id"].astype(int).astype(str).unique(), key=int)}
+        for hardware, frame in ran.groupby("hardware", sort=False)
+    ]
+
+
 def _records(frame: pd.DataFrame) -> list[dict]:
     return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()} for row in frame.to_dict("records")]
 
@@ -142,6 +156,7 @@ def context(tables: dict[str, Path], figures: list[Path], env_records: list[Path
         "jobs": len(runs),
         "hardware": [{**e, "fast_math_note": fast_math_note(e)} for e in envs],
         "limits": _records(limits),
+        "cluster": cluster_jobs(runs),
         "time_goes": where_time_goes(runs, top_ops),
         "measures": measures,
         "dtypes": sorted(runs["dtype"].dropna().unique()),

@@ -31,6 +31,8 @@ def _run_row(result: dict, path: str) -> dict:
         "threads": environment.get("threads"),
         "bf16_native": environment.get("bf16_native"),
         "fpmath_mode": environment.get("fpmath_mode"),
+        "host": environment.get("hostname"),
+        **{f"slurm_{key}": (environment.get("slurm") or {}).get(key) for key in ("job_id", "job_partition", "job_nodelist")},
         "status": result["status"],
         "error": error.get("message"),
         "n": stats.get("n"),

@@ -1,0 +1,105 @@
+"""The workflow on a real SLURM cluster (one node, started by the test) through Snakemake's SLURM executor."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+import slurm_cluster
+from conftest import ASSETS_MIRROR, ROOT, TINY_MODELS
+from test_workflow import copy_project, expected_runs
+
+pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.skipif(slurm_cluster.missing() is not None, reason=str(slurm_cluster.missing()))]
+
+PARTITIONS = {"cpu": "cpu", "accel": "gpu"}
+
+
+def two_partition_config() -> dict:
+    assets = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["assets"]
+    return {
+        "modes": ["eager", "compile-default"],
+        "measure": {"warmup": 1, "iterations": 3, "min_time_s": 0, "interleave_block": 1, "bootstrap_resamples": 200, "private_cache": False},
+        "models": {"resnet": {**TINY_MODELS["resnet"], "image": "dog.jpg", "labels": "imagenet_classes.txt"}},
+        "hardware": {name: {"device": "cpu", "resources": {"slurm_partition": partition, "mem_mb": 2000, "runtime": 20}}
+                     for name, partition in PARTITIONS.items()},
+        "assets": {**assets, "mirror": str(ASSETS_MIRROR)},
+    }
+
+
+def run_bounded(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+    """Run snakemake in its own process group; past `timeout`, kill the group (it may ignore SIGTERM)."""
+    process = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        out, err = process.communicate()
+        raise AssertionError(f"{' '.join(args)} ran past {timeout} s:\n{out[-3000:]}\n{err[-5000:]}") from None
+    if process.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} failed:\n{out[-3000:]}\n{err[-5000:]}")
+    return subprocess.CompletedProcess(args, process.returncode, out, err)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    started = slurm_cluster.Cluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        started.start()
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture(scope="module")
+def on_slurm(cluster, tmp_path_factory):
+    project = copy_project(tmp_path_factory.mktemp("on-slurm"), two_partition_config())
+    run_bounded([sys.executable, "-m", "snakemake", "--workflow-profile", "config/profiles/slurm", "--jobs", "4",
+                 "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5",
+                 "--slurm-no-account", "--slurm-keep-successful-logs"], project, timeout=1200)
+    return project
+
+
+def results(project: Path) -> dict[str, dict]:
+    return {str(p.relative_to(project)): json.loads(p.read_text()) for p in (project / "results" / "runs").rglob("*.json")}
+
+
+def test_every_job_ran_ok_in_the_partition_its_hardware_names(on_slurm):
+    found = results(on_slurm)
+    assert set(found) == expected_runs(two_partition_config(), PARTITIONS)
+    for result in found.values():
+        assert result["status"] == "ok", result["error"]
+        assert result["environment"]["slurm"]["job_partition"] == PARTITIONS[result["hardware"]]
+        assert result["environment"]["slurm"]["job_id"]
+
+
+def test_benchmark_jobs_did_not_overlap(on_slurm):
+    spans = sorted((datetime.fromisoformat(r["started_at"]), datetime.fromisoformat(r["finished_at"])) for r in results(on_slurm).values())
+    assert all(previous_end <= start for (_, previous_end), (start, _) in zip(spans, spans[1:]))
+
+
+def test_downloads_tables_and_report_ran_locally(on_slurm):
+    submitted = {p.name.removeprefix("rule_") for p in (on_slurm / ".snakemake" / "slurm_logs").iterdir()}
+    assert submitted == {"environment_record", "reference_output", "benchmark_run"}
+    html = (on_slurm / "results" / "report" / "paper.html").read_text()
+    assert 'id="cluster-table"' in html and "<td>accel</td><td>gpu</td>" in html
+    assert (on_slurm / "results" / "report" / "paper.pdf").is_file()
+
+
+def test_local_run_gives_the_same_results_and_tables(on_slurm, tmp_path):
+    local = copy_project(tmp_path, two_partition_config())
+    run_bounded([sys.executable, "-m", "snakemake", "--cores", "2"], local, timeout=1200)
+    assert set(results(local)) == set(results(on_slurm))
+    for table in ("runs", "speedups", "limits", "top_ops", "summary", "latency_samples"):
+        here, there = (pd.read_csv(p / "results" / "tables" / f"{table}.csv") for p in (local, on_slurm))
+        assert list(here.columns) == list(there.columns), table
+        keys = [c for c in ("hardware", "model", "mode", "status") if c in here.columns]
+        assert sorted(map(tuple, here[keys].values)) == sorted(map(tuple, there[keys].values)), table
