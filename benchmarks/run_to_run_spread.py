@@ -2,9 +2,11 @@
 
 Runs the default config twice (each a full `snakemake --cores 4` in a fresh copy of
 the project) and, interleaved with the runs, times the same eager models twice with
-torch.utils.benchmark.Timer. Prints, per experiment, the two medians and their
-spread |a - b| / mean(a, b), then the median spread of each. Target: compilebench's
-spread no wider than Timer's.
+torch.utils.benchmark.Timer, each time in a fresh process as each pipeline job is
+(two Timer measurements in one process share its allocator, thread pool and caches,
+which two runs never do). Prints, per experiment, the two medians and their spread
+|a - b| / mean(a, b), then the median spread of each. Target: compilebench's spread
+no wider than Timer's.
 
     python benchmarks/run_to_run_spread.py [--config config/config.yaml]
 """
@@ -12,6 +14,7 @@ spread no wider than Timer's.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import subprocess
@@ -42,7 +45,14 @@ def pipeline_medians(config_path: Path) -> pd.Series:
     return runs.set_index(["hardware", "model", "mode"])["median_ms"]
 
 
-def timer_medians(config: dict) -> dict[str, float]:
+def timer_medians(config_path: Path) -> dict[str, float]:
+    """Timer's medians, measured in a fresh Python process."""
+    done = subprocess.run([sys.executable, __file__, "--config", str(config_path), "--timer-only"],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure_with_timer(config: dict) -> dict[str, float]:
     """Timer's median for each model's eager call (one whole generation for text generation),
     given the same minimum time the pipeline's measurement gets."""
     medians = {}
@@ -68,12 +78,16 @@ def spread(a: float, b: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=ROOT / "config" / "config.yaml")
+    parser.add_argument("--timer-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     config = configuration.load(args.config)
+    if args.timer_only:
+        print(json.dumps(measure_with_timer(config)))
+        return
 
-    timer_a = timer_medians(config)
+    timer_a = timer_medians(args.config)
     runs_a = pipeline_medians(args.config)
-    timer_b = timer_medians(config)
+    timer_b = timer_medians(args.config)
     runs_b = pipeline_medians(args.config)
 
     print(f"{'experiment':48} {'run 1 ms':>10} {'run 2 ms':>10} {'spread':>8}")

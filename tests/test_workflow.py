@@ -221,6 +221,8 @@ def test_added_mode_adds_only_its_jobs(finished):
         "results/tables/latency_samples.csv",
         "results/tables/speedups.csv",
         "results/tables/summary.csv",
+        "results/tables/limits.csv",
+        "results/tables/top_ops.csv",
     }
 
 
