@@ -6,7 +6,7 @@ paper, and prints the measured table with the decode bandwidth as a fraction of 
 device's peak. Jobs run in a fixed order within a wall-clock budget; a job the budget
 cannot fit becomes a `timeout` result, as in the workflow.
 
-    python benchmarks/gpu_check.py [--config benchmarks/gpu-check.yaml] [--out gpu-check] [--budget-s 420]
+    python benchmarks/gpu_check.py [--config benchmarks/gpu-check.yaml] [--out gpu-check] [--budget-s 420] [--modes compile-max-autotune]
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ def _cli(*args: str, log: Path) -> int:
         return subprocess.run([sys.executable, "-m", "compilebench.cli", *args], env=env, stdout=handle, stderr=subprocess.STDOUT).returncode
 
 
-def _job_order(config: dict) -> list[tuple[str, str]]:
+def _job_order(config: dict, only_modes: list[str] | None) -> list[tuple[str, str]]:
     """Every model's quick modes first, max-autotune (the slowest to compile) last."""
-    jobs = [(m, mode) for m in config["models"] for mode in configuration.model_modes(config, m)]
+    jobs = [(m, mode) for m in config["models"] for mode in configuration.model_modes(config, m) if not only_modes or mode in only_modes]
     return sorted(jobs, key=lambda job: job[1] == "compile-max-autotune")
 
 
@@ -45,6 +45,7 @@ def main() -> int:
     parser.add_argument("--config", type=Path, default=ROOT / "benchmarks" / "gpu-check.yaml")
     parser.add_argument("--out", type=Path, default=Path("gpu-check"))
     parser.add_argument("--budget-s", type=float, default=420.0, help="wall-clock seconds for all benchmark jobs")
+    parser.add_argument("--modes", help="comma-separated modes to run (default: the config's)")
     args = parser.parse_args()
     config_path = args.config.resolve()
     config = configuration.load(config_path)
@@ -59,7 +60,7 @@ def main() -> int:
         return 1
     print(f"environment record: {time.monotonic() - begin:.0f} s", flush=True)
     results = []
-    for model, mode in _job_order(config):
+    for model, mode in _job_order(config, args.modes.split(",") if args.modes else None):
         reference = Path(f"results/reference/{hardware}/{model}.pt")
         if not reference.exists():
             _cli("reference", "--config", str(config_path), "--hardware", hardware, "--model", model, "--out", str(reference),

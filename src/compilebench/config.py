@@ -33,7 +33,7 @@ MEASURE_DEFAULTS: dict[str, Any] = {
 }
 TRACES_DIR = Path("results") / "traces"
 
-CPU_HARDWARE: dict[str, Any] = {"device": "cpu", "optional": False, "env": {}, "resources": {}}
+CPU_HARDWARE: dict[str, Any] = {"device": "cpu", "optional": False, "exclusive": True, "env": {}, "resources": {}}
 
 
 class UserError(ValueError):
