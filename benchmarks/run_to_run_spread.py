@@ -85,9 +85,9 @@ def main() -> None:
         print(json.dumps(measure_with_timer(config)))
         return
 
-    timer_a = timer_medians(args.config)
+    timer_a, shared_a = timer_medians(args.config), measure_with_timer(config)
     runs_a = pipeline_medians(args.config)
-    timer_b = timer_medians(args.config)
+    timer_b, shared_b = timer_medians(args.config), measure_with_timer(config)
     runs_b = pipeline_medians(args.config)
 
     print(f"{'experiment':48} {'run 1 ms':>10} {'run 2 ms':>10} {'spread':>8}")
@@ -102,9 +102,13 @@ def main() -> None:
     for name in timer_a:
         timer_spreads.append(spread(timer_a[name], timer_b[name]))
         print(f"{'Timer ' + name + ' eager':48} {timer_a[name]:10.3f} {timer_b[name]:10.3f} {timer_spreads[-1]:8.1%}")
+    shared_spreads = [spread(shared_a[name], shared_b[name]) for name in shared_a]
+    for name, value in zip(shared_a, shared_spreads):
+        print(f"{'Timer ' + name + ' eager, both in this process':48} {shared_a[name]:10.3f} {shared_b[name]:10.3f} {value:8.1%}")
     print()
+    print(f"(for reference, Timer twice in this one process, sharing its allocator and caches: {statistics.median(shared_spreads):.1%})")
     print(f"median run-to-run spread: compilebench {statistics.median(pipeline_spreads):.1%} over {len(pipeline_spreads)} experiments; "
-          f"Timer {statistics.median(timer_spreads):.1%} over {len(timer_spreads)} eager models")
+          f"Timer {statistics.median(timer_spreads):.1%} over {len(timer_spreads)} eager models, each measurement in a fresh process")
     eager = [spread(runs_a[k], runs_b[k]) for k in runs_a.index if k[2] == "eager" and pd.notna(runs_b.get(k))]
     print(f"eager experiments only: compilebench {statistics.median(eager):.1%}, Timer {statistics.median(timer_spreads):.1%}")
 
