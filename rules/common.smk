@@ -88,15 +88,11 @@ def figure_outputs(ext, in_report=False):
 
 
 def get_prices(wildcards):
-    return {
-        name: entry["price_per_hour"]
-        for name, entry in config["hardware"].items()
-        if entry.get("price_per_hour") is not None
-    }
+    return configuration.hardware_prices(config)
 
 
 def get_peak_overrides(wildcards):
-    return {name: entry.get("peak") for name, entry in config["hardware"].items()}
+    return configuration.peak_overrides(config)
 
 
 def get_baseline_hardware(wildcards):

@@ -189,6 +189,16 @@ def measure_settings(config: dict, model: str) -> dict:
     return {**MEASURE_DEFAULTS, **config["measure"], **config["models"][model].get("measure", {})}
 
 
+def hardware_prices(config: dict) -> dict[str, float]:
+    """Hourly prices of the hardware entries that have one, for cost per inference."""
+    return {name: e["price_per_hour"] for name, e in config["hardware"].items() if e.get("price_per_hour") is not None}
+
+
+def peak_overrides(config: dict) -> dict[str, dict | None]:
+    """Each hardware entry's `peak`, which overrides the table of known devices."""
+    return {name: entry.get("peak") for name, entry in config["hardware"].items()}
+
+
 def model_modes(config: dict, model: str) -> list[str]:
     return config["models"][model].get("modes", config["modes"])
 

@@ -132,7 +132,7 @@ def summary(full: dict) -> dict:
     """What a result file carries inline; the full record is a file beside it."""
     accelerator = full.get("accelerator") or {}
     on_gpu = full["device"] == "cuda" and accelerator
-    fpmath = (full.get("configured_env") or {}).get("DNNL_DEFAULT_FPMATH_MODE") or (full.get("kernel_env") or {}).get("DNNL_DEFAULT_FPMATH_MODE")
+    fpmath = (full.get("kernel_env") or {}).get("DNNL_DEFAULT_FPMATH_MODE")  # as torch loaded with it
     return {
         "hardware": full["hardware"],
         "torch": full["torch"],

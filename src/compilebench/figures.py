@@ -15,6 +15,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from . import FIGURE_NAMES  # noqa: E402
+from .tables import unbacked_fast_math  # noqa: E402
 
 MODE_ORDER = ["eager", "jit", "compile-default", "compile-reduce-overhead", "compile-max-autotune"]
 PALETTE = dict(zip(MODE_ORDER, sns.color_palette("colorblind", len(MODE_ORDER))))
@@ -165,8 +166,8 @@ def _hardware_labels(frame: pd.DataFrame) -> pd.Series:
     """A hardware entry that asked for bf16 fast math on a CPU without native bf16 says so in the legend."""
     if "fpmath_mode" not in frame:
         return frame["hardware"]
-    unbacked = frame["fpmath_mode"].fillna("").str.upper().eq("BF16") & frame["bf16_native"].eq(False) & frame["device"].eq("cpu")
-    return frame["hardware"].where(~unbacked, frame["hardware"] + " (bf16 requested, not native)")
+    unbacked = [unbacked_fast_math(m, n, d) for m, n, d in zip(frame["fpmath_mode"], frame["bf16_native"], frame["device"])]
+    return frame["hardware"].where(~pd.Series(unbacked, index=frame.index), frame["hardware"] + " (bf16 requested, not native)")
 
 
 def hardware_comparison(t: Tables) -> plt.Figure:

@@ -60,9 +60,7 @@ class Bundle:
 
 def build(name: str, spec: dict, seed: int, device: str) -> Bundle:
     """Build the model named `name` from its config entry, on `device`, in eval mode."""
-    torch.manual_seed(seed)
-    if device != "cpu":
-        torch.cuda.manual_seed_all(seed)
+    torch.manual_seed(seed)  # seeds the CPU and every GPU
     # Random weights are initialised where they run: a 7B model on the CPU takes minutes and 28 GB.
     with torch.device(device) if spec["weights"] == "random" else contextlib.nullcontext():
         if spec["source"] == "torchvision":

@@ -15,7 +15,7 @@ from .assets import sha256_of
 from .correctness import COSINE_MIN, FLOAT32_REL_TOL
 from .figures import FIGURES, MODE_ORDER
 from .results import atomic_write, read_json
-from .tables import MEASURE_COLUMNS
+from .tables import MEASURE_COLUMNS, unbacked_fast_math
 
 REPORT_DIR = Path(__file__).resolve().parents[2] / "report"
 
@@ -60,8 +60,7 @@ def _published_lookup(published: dict) -> dict[tuple[str, str, str], float]:
 def results_rows(runs: pd.DataFrame, published: dict) -> list[dict]:
     lookup = _published_lookup(published)
     rows = []
-    for row in runs.to_dict("records"):
-        row = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+    for row in _records(runs):
         row["published_median_ms"] = lookup.get(("median_ms", row["model"], row["mode"]))
         row["published_tokens_per_s"] = lookup.get(("tokens_per_s", row["model"], row["mode"]))
         row["published_compile_s"] = lookup.get(("compile_s", row["model"], row["mode"]))
@@ -72,10 +71,10 @@ def results_rows(runs: pd.DataFrame, published: dict) -> list[dict]:
 
 def fast_math_note(record: dict) -> str | None:
     """Say plainly when a CPU fast-math mode was asked for on a CPU that cannot do it natively."""
-    mode = (record.get("configured_env") or {}).get("DNNL_DEFAULT_FPMATH_MODE")
+    mode = (record.get("kernel_env") or {}).get("DNNL_DEFAULT_FPMATH_MODE")
     if not mode or record["device"] != "cpu":
         return None
-    if mode.upper() == "BF16" and not record["cpu"]["bf16_native"]:
+    if unbacked_fast_math(mode, record["cpu"]["bf16_native"], record["device"]):
         return (f"DNNL_DEFAULT_FPMATH_MODE={mode} was requested, but this CPU has no native bf16 instructions: "
                 "its results are not a measurement of bf16 fast math.")
     return f"DNNL_DEFAULT_FPMATH_MODE={mode} (native bf16: {', '.join(record['cpu']['bf16_flags']) or 'none'})."
@@ -99,9 +98,7 @@ def where_time_goes(runs: pd.DataFrame, top_ops: pd.DataFrame, per_side: int = 5
 
 def cluster_jobs(runs: pd.DataFrame) -> list[dict]:
     """Per hardware entry: the SLURM partitions, nodes and job ids its benchmark jobs ran under."""
-    if "slurm_job_id" not in runs or runs["slurm_job_id"].isna().all():
-        return []
-    ran = runs.dropna(subset=["slurm_job_id"])
+    ran = runs.dropna(subset=["slurm_job_id"]) if "slurm_job_id" in runs else runs.iloc[:0]
     return [
         {"hardware": hardware,
          "partitions": sorted(frame["slurm_job_partition"].dropna().astype(str).unique()),

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from . import figures, paper, tables
+from .config import hardware_prices, peak_overrides
 
 TABLE_NAMES = ("runs", "latency_samples", "speedups", "summary", "limits", "top_ops")
 
@@ -23,7 +24,7 @@ def write_tables(result_paths: list[Path], config: dict, out_dir: Path) -> dict[
         "latency_samples": tables.latency_samples(result_paths),
         "speedups": sp,
         "summary": tables.geometric_mean_summary(sp),
-        "limits": tables.limits(runs, {name: entry.get("peak") for name, entry in config["hardware"].items()}),
+        "limits": tables.limits(runs, peak_overrides(config)),
         "top_ops": tables.top_ops(result_paths),
     }
     paths = {name: out_dir / f"{name}.csv" for name in frames}
@@ -35,8 +36,7 @@ def write_tables(result_paths: list[Path], config: dict, out_dir: Path) -> dict[
 def write_paper(table_paths: dict[str, Path], env_paths: list[Path], config: dict, out_dir: Path, command: str, *, pdf: bool = True) -> dict[str, float]:
     """Figures (SVG and PNG), paper.html and, where asked, paper.pdf; returns seconds per stage."""
     seconds, begin = {}, time.perf_counter()
-    prices = {h: e["price_per_hour"] for h, e in config["hardware"].items() if e.get("price_per_hour") is not None}
-    drawn = figures.load_tables(table_paths["runs"], table_paths["latency_samples"], table_paths["speedups"], prices,
+    drawn = figures.load_tables(table_paths["runs"], table_paths["latency_samples"], table_paths["speedups"], hardware_prices(config),
                                 config.get("report", {}).get("baseline_hardware"))
     figure_dir = out_dir / "figures"
     for name in figures.FIGURES:

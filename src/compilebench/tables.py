@@ -140,6 +140,11 @@ def limits(runs: pd.DataFrame, peak_overrides: dict[str, dict | None]) -> pd.Dat
     return pd.DataFrame(rows, columns=columns)
 
 
+def unbacked_fast_math(fpmath_mode, bf16_native, device) -> bool:
+    """oneDNN's BF16 fast math asked for on a CPU without native bf16: its numbers are not a fast-math result."""
+    return isinstance(fpmath_mode, str) and fpmath_mode.upper() == "BF16" and bf16_native is False and device == "cpu"
+
+
 def _int_or_none(value) -> int | None:
     return None if value is None or (isinstance(value, float) and np.isnan(value)) else int(value)
 
