@@ -1,14 +1,20 @@
 """How much does an experiment's median move between two runs, beside torch.utils.benchmark.Timer?
 
 Runs the default config twice (each a full `snakemake --cores 4` in a fresh copy of
-the project) and, interleaved with the runs, times the same eager models twice with
-torch.utils.benchmark.Timer, each time in a fresh process as each pipeline job is
-(two Timer measurements in one process share its allocator, thread pool and caches,
-which two runs never do). Prints, per experiment, the two medians and their spread
-|a - b| / mean(a, b), then the median spread of each. Target: compilebench's spread
-no wider than Timer's.
+the project) and, interleaved with the runs, times the same experiments twice with
+torch.utils.benchmark.Timer. Timer gets what a pipeline job gets: a fresh process per
+experiment, the same callable (eager, TorchScript, or torch.compile with a cold,
+private cache), the same warm-up and the same minimum time. Two measurements in one
+process would share its allocator, thread pool and compiled code, which two runs never
+do; the eager models are also timed that way, for reference.
 
-    python benchmarks/run_to_run_spread.py [--config config/config.yaml]
+Prints, per experiment, both tools' medians and spreads |a - b| / mean(a, b), then the
+median spread of each over the eager models (the comparison the target names) and over
+every experiment. Target: compilebench's spread no wider than Timer's.
+
+    python benchmarks/run_to_run_spread.py [--config config/config.yaml] [--timer-modes eager]
+
+With `--timer-modes eager` Timer skips the compiled modes (about half the time).
 """
 
 from __future__ import annotations
@@ -27,90 +33,129 @@ import torch
 import torch.utils.benchmark as benchmark
 
 from compilebench import config as configuration
-from compilebench.generation import GreedyGenerator
+from compilebench import modes, runner
+from compilebench.jobs import apply_hardware
 from compilebench.models import build
-from compilebench.timing import Clock
+from compilebench.timing import Clock, warm_up
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT_PARTS = ["Snakefile", "rules", "scripts", "src", "config", "envs", "report"]
+Key = tuple[str, str, str]
 
 
-def pipeline_medians(config_path: Path) -> pd.Series:
+def pipeline_medians(config_path: Path) -> dict[Key, float]:
     with tempfile.TemporaryDirectory(prefix="compilebench-spread-") as tmp:
         for part in PROJECT_PARTS:
             (shutil.copytree if (ROOT / part).is_dir() else shutil.copy2)(ROOT / part, Path(tmp) / part)
         shutil.copy2(config_path, Path(tmp) / "config" / "config.yaml")
         subprocess.run([sys.executable, "-m", "snakemake", "--cores", "4", "--quiet", "all"], cwd=tmp, check=True)
         runs = pd.read_csv(Path(tmp) / "results" / "tables" / "runs.csv")
-    return runs.set_index(["hardware", "model", "mode"])["median_ms"]
+    ok = runs[runs["status"] == "ok"]
+    return {(h, m, x): v for h, m, x, v in ok[["hardware", "model", "mode", "median_ms"]].itertuples(index=False)}
 
 
-def timer_medians(config_path: Path) -> dict[str, float]:
-    """Timer's medians, measured in a fresh Python process."""
-    done = subprocess.run([sys.executable, __file__, "--config", str(config_path), "--timer-only"],
-                          capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def experiments(config: dict, hardware: str, timer_modes: str) -> list[Key]:
+    return [
+        (hardware, model, mode)
+        for model in config["models"]
+        for mode in configuration.model_modes(config, model)
+        if timer_modes == "all" or mode == "eager"
+    ]
 
 
-def measure_with_timer(config: dict) -> dict[str, float]:
-    """Timer's median for each model's eager call (one whole generation for text generation),
-    given the same minimum time the pipeline's measurement gets."""
+def timer_medians(config_path: Path, keys: list[Key]) -> dict[Key, float]:
+    """Timer's median of each experiment, each in a fresh Python process, as pipeline jobs run."""
     medians = {}
-    for name in config["models"]:
-        exp = configuration.experiment(config, name, "eager", "cpu", any_mode=True)
-        bundle = build(name, exp["spec"], exp["seed"], "cpu")
-        if bundle.causal_lm is not None:
-            call = GreedyGenerator(bundle.causal_lm, bundle.causal_lm, bundle.inputs[0], exp["spec"]["new_tokens"], Clock("cpu"))
-        else:
-            call = lambda b=bundle: b.module(*b.inputs)  # noqa: E731
-        with torch.no_grad():
-            call()
-            timer = benchmark.Timer(stmt="call()", globals={"call": call}, num_threads=torch.get_num_threads())
-            min_time_s = configuration.measure_settings(config, name)["min_time_s"]
-            medians[name] = timer.blocked_autorange(min_run_time=max(min_time_s, 0.2)).median * 1e3
+    for key in keys:
+        done = subprocess.run(
+            [sys.executable, __file__, "--config", str(config_path), "--timer-only", *key],
+            capture_output=True, text=True,
+        )
+        value = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 and done.stdout.strip() else None
+        if value is None:
+            print(f"Timer could not time {'/'.join(key)}: {done.stderr.strip().splitlines()[-1:] or 'no output'}", file=sys.stderr)
+        medians[key] = value
     return medians
 
 
-def spread(a: float, b: float) -> float:
+def timer_median(config: dict, key: Key) -> float | None:
+    """Timer's median for one experiment: the callable its benchmark job times, after the same
+    first call and warm-up, over at least the job's minimum time. None where the mode cannot apply."""
+    hardware, model, mode = key
+    exp = configuration.experiment(config, model, mode, hardware)
+    apply_hardware(exp["hardware_env"], exp["threads"])
+    settings = exp["measure"]
+    clock = Clock(exp["device"])
+    bundle = build(model, exp["spec"], exp["seed"], exp["device"])
+    with runner.private_compile_cache(), torch.no_grad(), modes.precision(exp["device"], exp["spec"]["dtype"]):
+        try:
+            call, _, _ = runner.callables(bundle, exp, clock)
+            call()
+        except modes.Unsupported:
+            return None
+        warm_up(call, clock, settings["warmup"])
+        timer = benchmark.Timer(stmt="call(); sync()", globals={"call": call, "sync": clock.sync}, num_threads=torch.get_num_threads())
+        return timer.blocked_autorange(min_run_time=max(settings["min_time_s"], 0.2)).median * 1e3
+
+
+def spread(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or pd.isna(a) or pd.isna(b):
+        return None
     return abs(a - b) / ((a + b) / 2)
+
+
+def median_of(values: list[float | None]) -> str:
+    present = [v for v in values if v is not None]
+    return f"{statistics.median(present):.1%} over {len(present)}" if present else "n/a"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=ROOT / "config" / "config.yaml")
-    parser.add_argument("--timer-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--hardware", default="cpu", help="the hardware entry Timer times (default: cpu)")
+    parser.add_argument("--timer-modes", choices=["all", "eager"], default="all")
+    parser.add_argument("--timer-only", nargs=3, metavar=("HARDWARE", "MODEL", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     config = configuration.load(args.config)
     if args.timer_only:
-        print(json.dumps(measure_with_timer(config)))
+        print(json.dumps(timer_median(config, tuple(args.timer_only))))
         return
 
-    timer_a, shared_a = timer_medians(args.config), measure_with_timer(config)
+    keys = experiments(config, args.hardware, args.timer_modes)
+    eager_keys = [k for k in keys if k[2] == "eager"]
+    timer_a, shared_a = timer_medians(args.config, keys), {k: timer_median(config, k) for k in eager_keys}
     runs_a = pipeline_medians(args.config)
-    timer_b, shared_b = timer_medians(args.config), measure_with_timer(config)
+    timer_b, shared_b = timer_medians(args.config, keys), {k: timer_median(config, k) for k in eager_keys}
     runs_b = pipeline_medians(args.config)
 
-    print(f"{'experiment':48} {'run 1 ms':>10} {'run 2 ms':>10} {'spread':>8}")
-    pipeline_spreads = []
-    for key in runs_a.index:
-        a, b = runs_a[key], runs_b.get(key)
-        if pd.notna(a) and pd.notna(b):
-            pipeline_spreads.append(spread(a, b))
-            print(f"{'/'.join(key):48} {a:10.3f} {b:10.3f} {spread(a, b):8.1%}")
+    print(f"{'experiment':44} {'compilebench ms':>21} {'spread':>7}   {'Timer ms':>21} {'spread':>7}")
+    pipeline_spreads, timer_spreads = {}, {}
+    for key in sorted(set(runs_a) | set(runs_b) | set(keys)):
+        pipeline_spreads[key] = spread(runs_a.get(key), runs_b.get(key))
+        timer_spreads[key] = spread(timer_a.get(key), timer_b.get(key))
+        print(f"{'/'.join(key):44} {_pair(runs_a.get(key), runs_b.get(key))} {_percent(pipeline_spreads[key])}   "
+              f"{_pair(timer_a.get(key), timer_b.get(key))} {_percent(timer_spreads[key])}")
     print()
-    timer_spreads = []
-    for name in timer_a:
-        timer_spreads.append(spread(timer_a[name], timer_b[name]))
-        print(f"{'Timer ' + name + ' eager':48} {timer_a[name]:10.3f} {timer_b[name]:10.3f} {timer_spreads[-1]:8.1%}")
-    shared_spreads = [spread(shared_a[name], shared_b[name]) for name in shared_a]
-    for name, value in zip(shared_a, shared_spreads):
-        print(f"{'Timer ' + name + ' eager, both in this process':48} {shared_a[name]:10.3f} {shared_b[name]:10.3f} {value:8.1%}")
-    print()
-    print(f"(for reference, Timer twice in this one process, sharing its allocator and caches: {statistics.median(shared_spreads):.1%})")
-    print(f"median run-to-run spread: compilebench {statistics.median(pipeline_spreads):.1%} over {len(pipeline_spreads)} experiments; "
-          f"Timer {statistics.median(timer_spreads):.1%} over {len(timer_spreads)} eager models, each measurement in a fresh process")
-    eager = [spread(runs_a[k], runs_b[k]) for k in runs_a.index if k[2] == "eager" and pd.notna(runs_b.get(k))]
-    print(f"eager experiments only: compilebench {statistics.median(eager):.1%}, Timer {statistics.median(timer_spreads):.1%}")
+    shared = [spread(shared_a[k], shared_b[k]) for k in eager_keys]
+    print(f"(for reference, Timer twice in this one process, sharing its allocator and caches: eager {median_of(shared)})")
+    both = [k for k in keys if pipeline_spreads.get(k) is not None and timer_spreads.get(k) is not None]
+    narrower = sum(pipeline_spreads[k] <= timer_spreads[k] for k in both)
+    for label, subset in (("eager models", [k for k in both if k[2] == "eager"]), ("every experiment Timer timed", both)):
+        print(f"median run-to-run spread, {label}: compilebench {median_of([pipeline_spreads[k] for k in subset])}, "
+              f"Timer {median_of([timer_spreads[k] for k in subset])}")
+    print(f"compilebench no wider than Timer in {narrower} of {len(both)} experiments")
+
+
+def _pair(a: float | None, b: float | None) -> str:
+    return f"{_ms(a)} {_ms(b)}"
+
+
+def _ms(value: float | None) -> str:
+    return f"{value:10.3f}" if value is not None and not pd.isna(value) else f"{'-':>10}"
+
+
+def _percent(value: float | None) -> str:
+    return f"{value:7.1%}" if value is not None else f"{'-':>7}"
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ def run(exp: dict, *, reference: dict[str, torch.Tensor] | None = None, environm
     try:
         with ExitStack() as stack:
             if exp["measure"]["private_cache"]:
-                stack.enter_context(_private_compile_cache())
+                stack.enter_context(private_compile_cache())
             result.update(_measure(exp, reference))
     except modes.Unsupported as exc:
         result.update(status="unsupported", error={"message": str(exc), "traceback": ""})
@@ -56,7 +56,7 @@ def _tail(exc: BaseException, lines: int = 15) -> str:
     return "\n".join("".join(traceback.format_exception(exc)).strip().splitlines()[-lines:])
 
 
-class _private_compile_cache:
+class private_compile_cache:
     """An empty inductor and Triton cache for this run, so compile time is a cold compile."""
 
     KEYS = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
@@ -87,7 +87,7 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None) -> dict:
     health = CompilerHealth()
     health.start()
     with torch.no_grad(), modes.precision(device, spec["dtype"]):
-        call, eager_call, generator = _callables(bundle, exp, clock)
+        call, eager_call, generator = callables(bundle, exp, clock)
         log.info("first call (compiles for compile modes)")
         compile_ms, _ = clock.time(call)
         log.info("first call took %.2f s; warm-up (%d iterations)", compile_ms / 1e3, settings["warmup"])
@@ -148,7 +148,7 @@ def _workload(bundle: Bundle, spec: dict) -> dict:
     return work
 
 
-def _callables(bundle: Bundle, exp: dict, clock: timing.Clock) -> tuple[Callable, Callable, GreedyGenerator | None]:
+def callables(bundle: Bundle, exp: dict, clock: timing.Clock) -> tuple[Callable, Callable, GreedyGenerator | None]:
     """The timed call for the mode and for eager; generators too for text generation."""
     spec, settings, device = exp["spec"], exp["measure"], exp["device"]
     options = {"fullgraph": settings["fullgraph"], "jit": spec["jit"], "device": device, "dtype": spec["dtype"]}
