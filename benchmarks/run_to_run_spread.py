@@ -14,7 +14,7 @@ every experiment. Target: compilebench's spread no wider than Timer's.
 
     python benchmarks/run_to_run_spread.py [--config config/config.yaml] [--timer-modes eager]
 
-With `--timer-modes eager` Timer skips the compiled modes (about half the time).
+With `--timer-modes eager` Timer skips the compiled modes.
 """
 
 from __future__ import annotations
