@@ -193,12 +193,8 @@ def hardware_resources(exclusive=False):
 def slurm_extra(hardware, exclusive):
     entry = config["hardware"][hardware]
     options = ["--exclusive"] if exclusive and entry["exclusive"] else []
-    options += (
-        [entry["resources"]["slurm_extra"]]
-        if "slurm_extra" in entry["resources"]
-        else []
-    )
-    return " ".join(options) or None
+    options.append(entry["resources"].get("slurm_extra", ""))
+    return " ".join(filter(None, options)) or None
 
 
 def get_conda_env(wildcards):

@@ -329,7 +329,7 @@ def test_killed_run_resumes_keeping_finished_results(tmp_path):
 
 def test_hardware_resources_reach_only_that_hardwares_jobs(tmp_path):
     config = tiny_workflow_config(ASSETS_MIRROR)
-    config["hardware"] = {"big": {"device": "cpu", "resources": {"slurm_partition": "mi210", "gres": "gpu:1"}},
+    config["hardware"] = {"big": {"device": "cpu", "resources": {"slurm_partition": "mi210", "gres": "gpu:1", "slurm_extra": "--qos=high"}},
                           "shared": {"device": "cpu", "exclusive": False}}
     project = copy_project(tmp_path, config)
     done = snakemake(project, "-n")
@@ -344,4 +344,8 @@ def test_hardware_resources_reach_only_that_hardwares_jobs(tmp_path):
     assert {rule for rule, _, _ in jobs} == {"environment_record", "reference_output", "benchmark_run"}
     for rule, hardware, resources in jobs:
         assert ("slurm_partition=mi210" in resources and "gres=gpu:1" in resources) == (hardware == "big")
-        assert ("slurm_extra=--exclusive" in resources) == (hardware == "big" and rule == "benchmark_run")
+        extra = re.search(r"slurm_extra=([^,]*)", resources)
+        if hardware == "shared":
+            assert extra is None
+        else:
+            assert extra.group(1) == ("--exclusive --qos=high" if rule == "benchmark_run" else "--qos=high")
