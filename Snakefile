@@ -28,6 +28,7 @@ localrules:
     speedups_table,
     top_ops_table,
     limits_table,
+    hardware_costs_table,
     figures,
     paper_html,
     paper_pdf,

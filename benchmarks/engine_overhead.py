@@ -65,14 +65,20 @@ def main() -> None:
     clock = timing.Clock("cpu")
     overheads = []
     for _ in range(args.rounds):
-        samples = timing.timed_loop(lambda: noop(noop_input), clock, iterations=10000, min_time_s=0.5, max_iterations=100000)
+        samples = timing.timed_loop(
+            lambda: noop(noop_input), clock, iterations=10000, min_time_s=0.5, max_iterations=100000
+        )
         engine_us = statistics.median(samples) * 1e3
         timer_us = timer_median_ms(lambda: noop(noop_input), args.threads, 0.5) * 1e3
         overheads.append(engine_us - timer_us)
-    print(f"resnet18 eager, {args.threads} threads: engine median / Timer median = {statistics.median(ratios):.3f} "
-          f"(rounds: {', '.join(f'{x:.3f}' for x in ratios)}; target 1.00 +/- 0.05)")
-    print(f"per-iteration overhead on a no-op model: {statistics.median(overheads):.2f} us "
-          f"(engine sample minus Timer's per-call time; target < 20 us)")
+    print(
+        f"resnet18 eager, {args.threads} threads: engine median / Timer median = {statistics.median(ratios):.3f} "
+        f"(rounds: {', '.join(f'{x:.3f}' for x in ratios)}; target 1.00 +/- 0.05)"
+    )
+    print(
+        f"per-iteration overhead on a no-op model: {statistics.median(overheads):.2f} us "
+        f"(engine sample minus Timer's per-call time; target < 20 us)"
+    )
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ paper, and prints the measured table with the decode bandwidth as a fraction of 
 device's peak. Jobs run in a fixed order within a wall-clock budget; a job the budget
 cannot fit becomes a `timeout` result, as in the workflow.
 
-    python benchmarks/gpu_check.py [--config benchmarks/gpu-check.yaml] [--out gpu-check] [--budget-s 420] [--modes compile-max-autotune]
+    python benchmarks/gpu_check.py [--config benchmarks/gpu-check.yaml] [--out gpu-check] [--budget-s 420]
+        [--modes compile-max-autotune]
 """
 
 from __future__ import annotations
@@ -31,12 +32,19 @@ def _cli(*args: str, log: Path) -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as handle:
-        return subprocess.run([sys.executable, "-m", "compilebench.cli", *args], env=env, stdout=handle, stderr=subprocess.STDOUT).returncode
+        return subprocess.run(
+            [sys.executable, "-m", "compilebench.cli", *args], env=env, stdout=handle, stderr=subprocess.STDOUT
+        ).returncode
 
 
 def _job_order(config: dict, only_modes: list[str] | None) -> list[tuple[str, str]]:
     """Every model's quick modes first, max-autotune (the slowest to compile) last."""
-    jobs = [(m, mode) for m in config["models"] for mode in configuration.model_modes(config, m) if not only_modes or mode in only_modes]
+    jobs = [
+        (m, mode)
+        for m in config["models"]
+        for mode in configuration.model_modes(config, m)
+        if not only_modes or mode in only_modes
+    ]
     return sorted(jobs, key=lambda job: job[1] == "compile-max-autotune")
 
 
@@ -55,7 +63,17 @@ def main() -> int:
     (hardware,) = list(config["hardware"])
     env_record = Path(f"results/env/{hardware}.json")
     begin = time.monotonic()
-    if _cli("env", "--config", str(config_path), "--hardware", hardware, "--check", "--out", str(env_record), log=Path(f"logs/env/{hardware}.log")):
+    if _cli(
+        "env",
+        "--config",
+        str(config_path),
+        "--hardware",
+        hardware,
+        "--check",
+        "--out",
+        str(env_record),
+        log=Path(f"logs/env/{hardware}.log"),
+    ):
         print(f"environment check failed: see {args.out}/logs/env/{hardware}.log")
         return 1
     print(f"environment record: {time.monotonic() - begin:.0f} s", flush=True)
@@ -63,15 +81,42 @@ def main() -> int:
     for model, mode in _job_order(config, args.modes.split(",") if args.modes else None):
         reference = Path(f"results/reference/{hardware}/{model}.pt")
         if not reference.exists():
-            _cli("reference", "--config", str(config_path), "--hardware", hardware, "--model", model, "--out", str(reference),
-                 log=Path(f"logs/reference/{hardware}/{model}.log"))
+            _cli(
+                "reference",
+                "--config",
+                str(config_path),
+                "--hardware",
+                hardware,
+                "--model",
+                model,
+                "--out",
+                str(reference),
+                log=Path(f"logs/reference/{hardware}/{model}.log"),
+            )
         out = Path(f"results/runs/{hardware}/{model}/{mode}.json")
         left = max(1.0, deadline - time.monotonic())
         timeout = min(configuration.measure_settings(config, model)["timeout_s"], left)
         started = time.monotonic()
-        _cli("run", "--config", str(config_path), "--hardware", hardware, "--model", model, "--mode", mode,
-             "--reference", str(reference), "--env-record", str(env_record), "--timeout-s", str(timeout), "--out", str(out),
-             log=Path(f"logs/benchmark/{hardware}/{model}/{mode}.log"))
+        _cli(
+            "run",
+            "--config",
+            str(config_path),
+            "--hardware",
+            hardware,
+            "--model",
+            model,
+            "--mode",
+            mode,
+            "--reference",
+            str(reference),
+            "--env-record",
+            str(env_record),
+            "--timeout-s",
+            str(timeout),
+            "--out",
+            str(out),
+            log=Path(f"logs/benchmark/{hardware}/{model}/{mode}.log"),
+        )
         print(f"{model}/{mode}: {time.monotonic() - started:.0f} s", flush=True)
         results.append(out)
     table_paths = write_tables(results, config, Path("results/tables"))
@@ -81,7 +126,15 @@ def main() -> int:
         pdf = True
     except ImportError:
         pdf = False
-    write_paper(table_paths, [env_record], config, Path("results/report"), f"python benchmarks/gpu_check.py --config {args.config}", pdf=pdf)
+    write_paper(
+        table_paths,
+        [env_record],
+        config,
+        Path("results/report"),
+        f"python benchmarks/gpu_check.py --config {args.config}",
+        ROOT / "report",
+        pdf=pdf,
+    )
     _print_summary(table_paths, pdf)
     return 0
 
@@ -95,15 +148,29 @@ def _print_summary(table_paths: dict[str, Path], pdf: bool) -> None:
     rows = []
     for r in runs.itertuples():
         limit = limits.loc[(r.model, r.mode)] if (r.model, r.mode) in limits.index else None
-        rows.append({
-            "model": r.model, "mode": r.mode, "status": r.status, "median_ms": r.median_ms, "cv": r.cv,
-            "speedup": r.speedup, "compile_s": r.compile_s, "tokens_per_s": r.tokens_per_s, "correct": r.correct,
-            "achieved": None if limit is None else f"{limit['achieved']:.3g} {limit['unit']}",
-            "of_peak": None if limit is None or pd.isna(limit["fraction_of_peak"]) else f"{100 * limit['fraction_of_peak']:.1f}%",
-        })
+        rows.append(
+            {
+                "model": r.model,
+                "mode": r.mode,
+                "status": r.status,
+                "median_ms": r.median_ms,
+                "cv": r.cv,
+                "speedup": r.speedup,
+                "compile_s": r.compile_s,
+                "tokens_per_s": r.tokens_per_s,
+                "correct": r.correct,
+                "achieved": None if limit is None else f"{limit['achieved']:.3g} {limit['unit']}",
+                "of_peak": None
+                if limit is None or pd.isna(limit["fraction_of_peak"])
+                else f"{100 * limit['fraction_of_peak']:.1f}%",
+            }
+        )
     print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     device = runs["device_name"].dropna().unique()
-    print(f"device: {', '.join(device)}; paper: results/report/paper.html{' and paper.pdf' if pdf else ' (no WeasyPrint here: no PDF)'}")
+    print(
+        f"device: {', '.join(device)}; paper: results/report/paper.html"
+        + (" and paper.pdf" if pdf else " (no WeasyPrint here: no PDF)")
+    )
     for r in runs[runs["status"] != "ok"].itertuples():
         print(f"{r.model}/{r.mode}: {r.status}: {r.error}")
 

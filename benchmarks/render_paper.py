@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 from compilebench import config as configuration
-from compilebench.standalone import TABLE_NAMES, write_paper
+from compilebench import layout
+from compilebench.standalone import write_paper
 
 
 def main() -> None:
@@ -22,11 +23,13 @@ def main() -> None:
     parser.add_argument("--config", default="config/config.yaml")
     args = parser.parse_args()
     config = configuration.load(args.config)
-    tables = {name: Path("results/tables") / f"{name}.csv" for name in TABLE_NAMES}
+    tables = {name: Path(layout.table(name)) for name in layout.TABLE_NAMES}
     envs = sorted(Path("results/env").glob("*.json"))
     begin = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        seconds = write_paper(tables, envs, config, Path(tmp), "snakemake --cores 4")
+        seconds = write_paper(
+            tables, envs, config, Path(tmp), "snakemake --cores 4", Path(__file__).parents[1] / "report"
+        )
     total = time.perf_counter() - begin
     print(f"figures (7, SVG + PNG): {seconds['figures']:.1f} s")
     print(f"paper.html: {seconds['html']:.1f} s")

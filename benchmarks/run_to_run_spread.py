@@ -33,7 +33,8 @@ import torch
 import torch.utils.benchmark as benchmark
 
 from compilebench import config as configuration
-from compilebench import modes, runner
+from compilebench import runner, wrappers
+from compilebench.errors import Unsupported
 from compilebench.jobs import apply_hardware
 from compilebench.models import build
 from compilebench.timing import Clock, warm_up
@@ -69,11 +70,17 @@ def timer_medians(config_path: Path, keys: list[Key]) -> dict[Key, float]:
     for key in keys:
         done = subprocess.run(
             [sys.executable, __file__, "--config", str(config_path), "--timer-only", *key],
-            capture_output=True, text=True,
+            capture_output=True,
+            text=True,
         )
-        value = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 and done.stdout.strip() else None
+        value = (
+            json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 and done.stdout.strip() else None
+        )
         if value is None:
-            print(f"Timer could not time {'/'.join(key)}: {done.stderr.strip().splitlines()[-1:] or 'no output'}", file=sys.stderr)
+            print(
+                f"Timer could not time {'/'.join(key)}: {done.stderr.strip().splitlines()[-1:] or 'no output'}",
+                file=sys.stderr,
+            )
         medians[key] = value
     return medians
 
@@ -87,14 +94,16 @@ def timer_median(config: dict, key: Key) -> float | None:
     settings = exp["measure"]
     clock = Clock(exp["device"])
     bundle = build(model, exp["spec"], exp["seed"], exp["device"])
-    with runner.private_compile_cache(), torch.no_grad(), modes.precision(exp["device"], exp["spec"]["dtype"]):
+    with runner.private_compile_cache(), torch.no_grad(), wrappers.precision(exp["device"], exp["spec"]["dtype"]):
         try:
             call, _, _ = runner.callables(bundle, exp, clock)
             call()
-        except modes.Unsupported:
+        except Unsupported:
             return None
         warm_up(call, clock, settings["warmup"])
-        timer = benchmark.Timer(stmt="call(); sync()", globals={"call": call, "sync": clock.sync}, num_threads=torch.get_num_threads())
+        timer = benchmark.Timer(
+            stmt="call(); sync()", globals={"call": call, "sync": clock.sync}, num_threads=torch.get_num_threads()
+        )
         return timer.blocked_autorange(min_run_time=max(settings["min_time_s"], 0.2)).median * 1e3
 
 
@@ -133,16 +142,25 @@ def main() -> None:
     for key in sorted(set(runs_a) | set(runs_b) | set(keys)):
         pipeline_spreads[key] = spread(runs_a.get(key), runs_b.get(key))
         timer_spreads[key] = spread(timer_a.get(key), timer_b.get(key))
-        print(f"{'/'.join(key):44} {_pair(runs_a.get(key), runs_b.get(key))} {_percent(pipeline_spreads[key])}   "
-              f"{_pair(timer_a.get(key), timer_b.get(key))} {_percent(timer_spreads[key])}")
+        print(
+            f"{'/'.join(key):44} {_pair(runs_a.get(key), runs_b.get(key))} {_percent(pipeline_spreads[key])}   "
+            f"{_pair(timer_a.get(key), timer_b.get(key))} {_percent(timer_spreads[key])}"
+        )
     print()
     shared = [spread(shared_a[k], shared_b[k]) for k in eager_keys]
-    print(f"(for reference, Timer twice in this one process, sharing its allocator and caches: eager {median_of(shared)})")
+    print(
+        f"(for reference, Timer twice in this one process, sharing its allocator and caches: eager {median_of(shared)})"
+    )
     both = [k for k in keys if pipeline_spreads.get(k) is not None and timer_spreads.get(k) is not None]
     narrower = sum(pipeline_spreads[k] <= timer_spreads[k] for k in both)
-    for label, subset in (("eager models", [k for k in both if k[2] == "eager"]), ("every experiment Timer timed", both)):
-        print(f"median run-to-run spread, {label}: compilebench {median_of([pipeline_spreads[k] for k in subset])}, "
-              f"Timer {median_of([timer_spreads[k] for k in subset])}")
+    for label, subset in (
+        ("eager models", [k for k in both if k[2] == "eager"]),
+        ("every experiment Timer timed", both),
+    ):
+        print(
+            f"median run-to-run spread, {label}: compilebench {median_of([pipeline_spreads[k] for k in subset])}, "
+            f"Timer {median_of([timer_spreads[k] for k in subset])}"
+        )
     print(f"compilebench no wider than Timer in {narrower} of {len(both)} experiments")
 
 

@@ -4,7 +4,7 @@ rule runs_table:
         code=TABLE_SOURCES,
     output:
         report(
-            "results/tables/runs.csv",
+            layout.table("runs"),
             caption="../report/captions/runs_table.rst",
             category="Tables",
         ),
@@ -22,7 +22,7 @@ rule latency_samples_table:
         code=TABLE_SOURCES,
     output:
         report(
-            "results/tables/latency_samples.csv",
+            layout.table("latency_samples"),
             caption="../report/captions/latency_samples_table.rst",
             category="Tables",
         ),
@@ -36,16 +36,16 @@ rule latency_samples_table:
 
 rule speedups_table:
     input:
-        runs="results/tables/runs.csv",
+        runs=layout.table("runs"),
         code=TABLE_SOURCES,
     output:
         speedups=report(
-            "results/tables/speedups.csv",
+            layout.table("speedups"),
             caption="../report/captions/speedups_table.rst",
             category="Tables",
         ),
         summary=report(
-            "results/tables/summary.csv",
+            layout.table("summary"),
             caption="../report/captions/summary_table.rst",
             category="Tables",
         ),
@@ -63,7 +63,7 @@ rule top_ops_table:
         code=TABLE_SOURCES,
     output:
         report(
-            "results/tables/top_ops.csv",
+            layout.table("top_ops"),
             caption="../report/captions/top_ops_table.rst",
             category="Tables",
         ),
@@ -77,11 +77,11 @@ rule top_ops_table:
 
 rule limits_table:
     input:
-        runs="results/tables/runs.csv",
+        runs=layout.table("runs"),
         code=TABLE_SOURCES,
     output:
         report(
-            "results/tables/limits.csv",
+            layout.table("limits"),
             caption="../report/captions/limits_table.rst",
             category="Tables",
         ),
@@ -93,3 +93,24 @@ rule limits_table:
         peaks=get_peak_overrides,
     script:
         "../scripts/limits_table.py"
+
+
+rule hardware_costs_table:
+    input:
+        runs=layout.table("runs"),
+        code=TABLE_SOURCES,
+    output:
+        report(
+            layout.table("hardware_costs"),
+            caption="../report/captions/hardware_costs_table.rst",
+            category="Tables",
+        ),
+    log:
+        "logs/aggregate/hardware_costs_table.log",
+    conda:
+        "../envs/cpu.yaml"
+    params:
+        prices=get_prices,
+        baseline=get_baseline_hardware,
+    script:
+        "../scripts/hardware_costs_table.py"

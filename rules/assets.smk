@@ -1,6 +1,6 @@
 rule asset_download:
     output:
-        "resources/assets/{asset}",
+        layout.ASSET,
     log:
         "logs/assets/{asset}.log",
     retries: 2
@@ -14,7 +14,7 @@ rule asset_download:
 
 rule weights_download:
     output:
-        directory("resources/weights/{model}"),
+        directory(layout.WEIGHTS),
     log:
         "logs/weights/{model}.log",
     retries: 2

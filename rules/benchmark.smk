@@ -1,10 +1,10 @@
 rule reference_output:
     input:
-        env="results/env/{hardware}.json",
+        env=layout.ENV_RECORD,
         engine=ENGINE_SOURCES,
         downloads=get_model_inputs,
     output:
-        "results/reference/{hardware}/{model}.pt",
+        layout.REFERENCE,
     log:
         "logs/reference/{hardware}/{model}.log",
     conda:
@@ -21,12 +21,12 @@ rule reference_output:
 
 rule benchmark_run:
     input:
-        env="results/env/{hardware}.json",
-        reference="results/reference/{hardware}/{model}.pt",
+        env=layout.ENV_RECORD,
+        reference=layout.REFERENCE,
         engine=ENGINE_SOURCES,
         downloads=get_model_inputs,
     output:
-        "results/runs/{hardware}/{model}/{mode}.json",
+        layout.RUN,
     log:
         "logs/benchmark/{hardware}/{model}/{mode}.log",
     conda:

@@ -7,11 +7,13 @@ from snakemake.exceptions import WorkflowError
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from compilebench import config as configuration
-from compilebench import FIGURE_NAMES, engine_sources
+from compilebench import engine_sources, layout
+from compilebench.errors import ConfigError, UserError
+from compilebench.modes import MODE_NAMES
 
 try:
     configuration.validate(config)
-except configuration.ConfigError as error:
+except ConfigError as error:
     raise WorkflowError(str(error)) from None
 
 
@@ -27,7 +29,7 @@ NAME = "[A-Za-z0-9][A-Za-z0-9_.-]*"
 wildcard_constraints:
     hardware=NAME,
     model=NAME,
-    mode="eager|jit|compile-default|compile-reduce-overhead|compile-max-autotune",
+    mode="|".join(MODE_NAMES),
     asset=NAME,
 
 
@@ -57,25 +59,31 @@ def benchmark_jobs():
 
 
 def get_run_results(wildcards=None):
-    return [f"results/runs/{h}/{m}/{mode}.json" for h, m, mode in benchmark_jobs()]
+    return [
+        layout.RUN.format(hardware=h, model=m, mode=mode)
+        for h, m, mode in benchmark_jobs()
+    ]
 
 
 def get_final_output():
-    return ["results/report/paper.html", "results/report/paper.pdf"]
+    return [layout.PAPER.format(ext=ext) for ext in ("html", "pdf")]
 
 
 PACKAGE = Path(workflow.basedir) / "src" / "compilebench"
 REPORT_DIR = Path(workflow.basedir) / "report"
 ENGINE_SOURCES = [str(path) for path in engine_sources()]
-TABLE_SOURCES = [str(PACKAGE / "tables.py"), str(PACKAGE / "peaks.py")]
-REPORT_SOURCES = [str(PACKAGE / "figures.py"), str(PACKAGE / "paper.py")]
+REPORT_SIDE = ("errors", "layout", "records", "results", "tables", "peaks")
+TABLE_SOURCES = [str(PACKAGE / f"{name}.py") for name in REPORT_SIDE]
+REPORT_SOURCES = TABLE_SOURCES + [
+    str(PACKAGE / f"{name}.py") for name in ("modes", "figures", "paper", "config")
+]
 
 
 def figure_outputs(ext, in_report=False):
     """Named outputs `{name}_{ext}`, one per figure; the SVGs are marked for Snakemake's report."""
     outputs = {}
-    for name in FIGURE_NAMES:
-        path = f"results/report/figures/{name}.{ext}"
+    for name in layout.FIGURE_NAMES:
+        path = layout.FIGURE.format(figure=name, ext=ext)
         if in_report:
             path = report(
                 path,
@@ -122,15 +130,14 @@ def get_paper_inputs(wildcards):
         }
     )
     return {
-        "runs": "results/tables/runs.csv",
-        "speedups": "results/tables/speedups.csv",
-        "summary": "results/tables/summary.csv",
-        "limits": "results/tables/limits.csv",
-        "top_ops": "results/tables/top_ops.csv",
-        "env": [f"results/env/{h}.json" for h in active_hardware()],
-        "assets": [f"resources/assets/{name}" for name in used_assets],
-        "template": [str(p) for p in sorted(REPORT_DIR.glob("*.*"))]
-        + [str(p) for p in sorted((REPORT_DIR / "captions").glob("*.rst"))],
+        **{name: layout.table(name) for name in layout.PAPER_TABLES},
+        "env": [layout.ENV_RECORD.format(hardware=h) for h in active_hardware()],
+        "assets": [layout.ASSET.format(asset=name) for name in used_assets],
+        "template": str(REPORT_DIR / "paper.html.j2"),
+        "css": str(REPORT_DIR / "paper.css"),
+        "captions": [
+            str(REPORT_DIR / "captions" / f"{name}.rst") for name in layout.FIGURE_NAMES
+        ],
         "code": REPORT_SOURCES,
     }
 
@@ -205,11 +212,11 @@ def get_conda_env(wildcards):
 def get_model_inputs(wildcards):
     """Downloads this model reads: its assets, and its pretrained weights if any."""
     inputs = [
-        f"resources/assets/{name}"
+        layout.ASSET.format(asset=name)
         for name in configuration.model_assets(config, wildcards.model)
     ]
     if configuration.pretrained_download(config, wildcards.model):
-        inputs.append(f"resources/weights/{wildcards.model}")
+        inputs.append(layout.WEIGHTS.format(model=wildcards.model))
     return inputs
 
 
@@ -227,13 +234,10 @@ def get_model_spec(wildcards):
 
 
 onsuccess:
-    if Path("results/tables/runs.csv").exists():
+    if Path(layout.table("runs")).exists():
         from compilebench.tables import outcome
 
         try:
-            print(
-                outcome("results/tables/runs.csv", config["strict"]),
-                file=sys.stderr,
-            )
-        except configuration.UserError as error:
+            print(outcome(layout.table("runs"), config["strict"]), file=sys.stderr)
+        except UserError as error:
             raise WorkflowError(str(error)) from None

@@ -2,7 +2,7 @@ rule environment_record:
     input:
         engine=ENGINE_SOURCES,
     output:
-        "results/env/{hardware}.json",
+        layout.ENV_RECORD,
     log:
         "logs/environment/{hardware}.log",
     conda:

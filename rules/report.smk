@@ -1,8 +1,9 @@
 rule figures:
     input:
-        runs="results/tables/runs.csv",
-        samples="results/tables/latency_samples.csv",
-        speedups="results/tables/speedups.csv",
+        runs=layout.table("runs"),
+        samples=layout.table("latency_samples"),
+        speedups=layout.table("speedups"),
+        hardware_costs=layout.table("hardware_costs"),
         code=REPORT_SOURCES,
     output:
         **figure_outputs("svg", in_report=True),
@@ -11,9 +12,6 @@ rule figures:
         "logs/report/figures.log",
     conda:
         "../envs/cpu.yaml"
-    params:
-        prices=get_prices,
-        baseline=get_baseline_hardware,
     script:
         "../scripts/figures.py"
 
@@ -21,10 +19,10 @@ rule figures:
 rule paper_html:
     input:
         unpack(get_paper_inputs),
-        figures=expand("results/report/figures/{figure}.svg", figure=FIGURE_NAMES),
+        figures=expand(layout.FIGURE, figure=layout.FIGURE_NAMES, ext="svg"),
     output:
         report(
-            "results/report/paper.html",
+            layout.PAPER.format(ext="html"),
             caption="../report/captions/paper.rst",
             category="Paper",
         ),
@@ -42,10 +40,10 @@ rule paper_html:
 rule paper_pdf:
     input:
         unpack(get_paper_inputs),
-        figures=expand("results/report/figures/{figure}.png", figure=FIGURE_NAMES),
+        figures=expand(layout.FIGURE, figure=layout.FIGURE_NAMES, ext="png"),
     output:
         report(
-            "results/report/paper.pdf",
+            layout.PAPER.format(ext="pdf"),
             caption="../report/captions/paper.rst",
             category="Paper",
         ),

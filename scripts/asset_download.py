@@ -5,7 +5,7 @@ import sys
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
 from compilebench.assets import fetch
-from compilebench.jobs import logging_to
+from compilebench.joblog import logging_to
 
 source = snakemake.params.source
 with logging_to(snakemake.log[0]):

@@ -4,7 +4,8 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
-from compilebench.jobs import benchmark_job, logging_to
+from compilebench.joblog import logging_to
+from compilebench.jobs import benchmark_job
 
 with logging_to(snakemake.log[0]):
     benchmark_job(snakemake.params.experiment, snakemake.output[0], snakemake.input.reference, snakemake.input.env)

@@ -4,7 +4,8 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
-from compilebench.jobs import environment_job, logging_to
+from compilebench.joblog import logging_to
+from compilebench.jobs import environment_job
 
 with logging_to(snakemake.log[0]):
     environment_job(snakemake.wildcards.hardware, snakemake.params.entry, snakemake.output[0])

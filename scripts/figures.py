@@ -5,11 +5,10 @@ import sys
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
 from compilebench.figures import FIGURES, load_tables, render
-from compilebench.jobs import logging_to
+from compilebench.joblog import logging_to
 
 with logging_to(snakemake.log[0]):
-    tables = load_tables(
-        snakemake.input.runs, snakemake.input.samples, snakemake.input.speedups, snakemake.params.prices, snakemake.params.baseline
-    )
+    inputs = snakemake.input
+    tables = load_tables(inputs.runs, inputs.samples, inputs.speedups, inputs.hardware_costs)
     for name in FIGURES:
         render(name, tables, [snakemake.output[f"{name}_svg"], snakemake.output[f"{name}_png"]])

@@ -4,7 +4,7 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
-from compilebench.jobs import logging_to
+from compilebench.joblog import logging_to
 from compilebench.tables import latency_samples, write_csv
 
 with logging_to(snakemake.log[0]):

@@ -6,7 +6,7 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
 import pandas as pd
 
-from compilebench.jobs import logging_to
+from compilebench.joblog import logging_to
 from compilebench.tables import limits, write_csv
 
 with logging_to(snakemake.log[0]):

@@ -4,11 +4,14 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
-from compilebench.jobs import logging_to
-from compilebench.paper import context, write_html, write_pdf
+from compilebench.joblog import logging_to
+from compilebench.layout import PAPER_TABLES
+from compilebench.paper import context, write
 
 with logging_to(snakemake.log[0]):
-    tables = {name: snakemake.input[name] for name in ("runs", "speedups", "summary", "limits", "top_ops")}
-    ctx = context(tables, snakemake.input.figures, snakemake.input.env, snakemake.params.config, snakemake.params.command)
-    write = write_pdf if snakemake.output[0].endswith(".pdf") else write_html
-    write(ctx, snakemake.output[0])
+    tables = {name: snakemake.input[name] for name in PAPER_TABLES}
+    inputs = snakemake.input
+    ctx = context(
+        tables, inputs.figures, inputs.captions, inputs.env, snakemake.params.config, snakemake.params.command
+    )
+    write(ctx, snakemake.output[0], inputs.template, inputs.css)

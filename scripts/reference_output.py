@@ -4,7 +4,8 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
-from compilebench.jobs import logging_to, reference_job
+from compilebench.joblog import logging_to
+from compilebench.jobs import reference_job
 
 with logging_to(snakemake.log[0]):
     reference_job(snakemake.params.experiment, snakemake.output[0])

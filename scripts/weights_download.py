@@ -5,7 +5,7 @@ import sys
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
 from compilebench.assets import fetch_weights
-from compilebench.jobs import logging_to
+from compilebench.joblog import logging_to
 
 with logging_to(snakemake.log[0]):
     fetch_weights(snakemake.wildcards.model, snakemake.params.spec, snakemake.output[0])

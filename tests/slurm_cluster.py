@@ -24,7 +24,9 @@ def missing() -> str | None:
     """Why no cluster can start here, or None."""
     absent = [b for b in BINARIES if not shutil.which(b)]
     if absent:
-        return f"SLURM is not installed ({', '.join(absent)} missing; apt-get install slurmctld slurmd slurm-client munge)"
+        return (
+            f"SLURM is not installed ({', '.join(absent)} missing; apt-get install slurmctld slurmd slurm-client munge)"
+        )
     if os.geteuid() != 0:
         return "starting SLURM daemons needs root"
     if SYSTEM_CONF.exists() and MARK not in SYSTEM_CONF.read_text():
@@ -94,7 +96,9 @@ PartitionName=gpu Nodes={node_name} MaxTime=INFINITE State=UP
             self.pid_files.append(self.folder / f"{daemon}.pid")
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            state = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=30).stdout.split()
+            state = subprocess.run(
+                ["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=30
+            ).stdout.split()
             if state and all(s == "idle" for s in state):
                 return
             time.sleep(1)

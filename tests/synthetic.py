@@ -6,11 +6,20 @@ from pathlib import Path
 
 import numpy as np
 
+from compilebench.records import Experiment, Result, result_header
 from compilebench.results import write_json
 from compilebench.stats import speedup, summarize
 
 MODES = {"eager": 1.0, "jit": 1.1, "compile-default": 1.6, "compile-max-autotune": 2.0}
 DEVICE_NAMES = ("Test CPU", "NVIDIA H100 80GB HBM3")
+MEASURE = {
+    "warmup": 2,
+    "iterations": 30,
+    "min_time_s": 0.1,
+    "interleave_block": 5,
+    "fullgraph": False,
+    "private_cache": True,
+}
 MODELS = {"resnet": ("image-classification", 20.0), "llama": ("text-generation", 50.0)}
 
 
@@ -22,34 +31,62 @@ def synthetic_results(folder: Path, hardware=("cpu", "cpu-fast")) -> list[Path]:
             eager = list(rng.normal(base * (1 + h), 0.5, 30))
             for mode, gain in MODES.items():
                 path = folder / "runs" / hw / model / f"{mode}.json"
-                record = {"schema": 1, "model": model, "mode": mode, "hardware": hw, "device": "cpu", "task": task,
-                          "dtype": "float32", "batch_size": 1, "started_at": f"2026-01-01T00:{len(paths):02d}:00+00:00",
-                          "finished_at": f"2026-01-01T00:{len(paths):02d}:30+00:00",
-                          "measure": {"warmup": 2, "iterations": 30, "min_time_s": 0.1, "interleave_block": 5, "fullgraph": False, "private_cache": True}}
+                exp: Experiment = {
+                    "model": model,
+                    "mode": mode,
+                    "hardware": hw,
+                    "seed": 0,
+                    "spec": {"task": task, "dtype": "float32", "batch_size": 1},
+                    "measure": MEASURE,
+                    "device": "cpu",
+                    "hardware_env": {},
+                    "threads": 2,
+                }
+                record: Result = result_header(exp, started_at=f"2026-01-01T00:{len(paths):02d}:00+00:00")
+                record["finished_at"] = f"2026-01-01T00:{len(paths):02d}:30+00:00"
                 if model == "llama" and mode == "jit":
-                    record.update(status="unsupported", error={"message": "TorchScript cannot capture generation", "traceback": ""})
+                    message = "TorchScript cannot capture generation"
+                    record.update(result_header(exp, "unsupported", message, started_at=record["started_at"]))
                 else:
                     samples = list(rng.normal(base * (1 + h) / gain, 0.3, 30))
                     record.update(
-                        status="ok", error=None, compile_s=0.01 if mode in ("eager", "jit") else 20.0 * gain, latency_ms=samples,
-                        stats=summarize(samples, resamples=200), throughput={"samples_per_s": 1e3 / np.median(samples)},
-                        memory={"peak_bytes": int(1e8 * gain)}, compiler={"graphs": 1, "graph_breaks": 0, "recompiles": 0},
+                        compile_s=0.01 if mode in ("eager", "jit") else 20.0 * gain,
+                        latency_ms=samples,
+                        stats=summarize(samples, resamples=200),
+                        throughput={"samples_per_s": 1e3 / np.median(samples)},
+                        memory={"peak_bytes": int(1e8 * gain)},
+                        compiler={"graphs": 1, "graph_breaks": 0, "recompiles": 0},
                         correctness={"passed": True, "cosine": 0.9999, "max_abs_err": 1e-5, "top1_agreement": 1.0},
                     )
                     if mode != "eager":
                         record["speedup"] = speedup(eager, samples, resamples=200)
                     if task == "text-generation":
                         tokens_per_s = 16e3 / np.median(samples)
-                        record["generation"] = {"tokens_per_s": tokens_per_s, "decode_tokens_per_s": tokens_per_s, "ttft_ms": 5.0 / gain}
+                        record["generation"] = {
+                            "tokens_per_s": tokens_per_s,
+                            "decode_tokens_per_s": tokens_per_s,
+                            "ttft_ms": 5.0 / gain,
+                        }
                         record["correctness"]["tokens_match"] = True
                     record["environment"] = {"hardware": hw, "device_name": DEVICE_NAMES[h], "threads": 2}
                     record["workload"] = {"compute_dtype": "bfloat16", "parameter_bytes": 14_000_000_000}
                     if task != "text-generation":
                         record["workload"]["flops_per_call"] = 20_000_000_000
                     if mode in ("eager", "compile-max-autotune"):
-                        record["profile"] = {"trace": f"results/traces/{hw}/{model}/{mode}.json", "iterations": 5, "time_basis": "device",
-                                             "top_ops": [{"op": f"{mode}_op_{i}", "self_us_per_call": 100.0 / (i + 1), "calls_per_call": 1.0, "share": 0.1}
-                                                         for i in range(12)]}
+                        record["profile"] = {
+                            "trace": f"results/traces/{hw}/{model}/{mode}.json",
+                            "iterations": 5,
+                            "time_basis": "device",
+                            "top_ops": [
+                                {
+                                    "op": f"{mode}_op_{i}",
+                                    "self_us_per_call": 100.0 / (i + 1),
+                                    "calls_per_call": 1.0,
+                                    "share": 0.1,
+                                }
+                                for i in range(12)
+                            ],
+                        }
                 write_json(path, record)
                 paths.append(path)
     return paths

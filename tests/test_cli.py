@@ -8,17 +8,22 @@ import sys
 
 import pytest
 import torch
-
-from conftest import tiny_config
+from helpers import tiny_config
 
 
 def compilebench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "compilebench.cli", *map(str, args)], capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "compilebench.cli", *map(str, args)], capture_output=True, text=True, timeout=600
+    )
 
 
 def test_env_record_applies_hardware_settings(config_file, tmp_path):
     raw = tiny_config()
-    raw["hardware"]["cpu-fastmath"] = {"device": "cpu", "threads": 1, "env": {"DNNL_DEFAULT_FPMATH_MODE": "BF16", "LRU_CACHE_CAPACITY": 1024}}
+    raw["hardware"]["cpu-fastmath"] = {
+        "device": "cpu",
+        "threads": 1,
+        "env": {"DNNL_DEFAULT_FPMATH_MODE": "BF16", "LRU_CACHE_CAPACITY": 1024},
+    }
     out = tmp_path / "env.json"
     done = compilebench("env", "--config", config_file(raw), "--hardware", "cpu-fastmath", "--check", "--out", out)
     assert done.returncode == 0, done.stderr
@@ -36,7 +41,21 @@ def test_run_with_reference_and_env_record(config_file, tmp_path):
     ref, env, out = tmp_path / "ref.pt", tmp_path / "env.json", tmp_path / "run" / "r.json"
     assert compilebench("reference", "--config", path, "--model", "resnet", "--out", ref).returncode == 0
     assert compilebench("env", "--config", path, "--out", env).returncode == 0
-    done = compilebench("run", "--config", path, "--model", "resnet", "--mode", "eager", "--reference", ref, "--env-record", env, "--out", out)
+    done = compilebench(
+        "run",
+        "--config",
+        path,
+        "--model",
+        "resnet",
+        "--mode",
+        "eager",
+        "--reference",
+        ref,
+        "--env-record",
+        env,
+        "--out",
+        out,
+    )
     assert done.returncode == 0, done.stderr
     assert "cpu/resnet/eager: ok" in done.stdout
     assert "timing" in done.stderr and "building" in done.stderr  # progress is logged

@@ -1,16 +1,23 @@
 import pytest
+from helpers import tiny_config
 
 from compilebench import config as configuration
 from compilebench.config import ConfigError
-from conftest import tiny_config
 
 
 def test_defaults_filled_and_cpu_always_present():
     config = configuration.validate({"models": {"m": {"source": "torchvision", "arch": "resnet18"}}})
     model = config["models"]["m"]
     assert model["weights"] == "random" and model["task"] == "image-classification" and model["dtype"] == "float32"
-    assert config["hardware"] == {"cpu": {"device": "cpu", "optional": False, "exclusive": True, "env": {}, "resources": {}}}
-    assert configuration.hardware_entry(configuration.validate(tiny_config(hardware={"g": {"device": "cuda"}})), "cpu")["device"] == "cpu"
+    assert config["hardware"] == {
+        "cpu": {"device": "cpu", "optional": False, "exclusive": True, "env": {}, "resources": {}}
+    }
+    assert (
+        configuration.hardware_entry(configuration.validate(tiny_config(hardware={"g": {"device": "cuda"}})), "cpu")[
+            "device"
+        ]
+        == "cpu"
+    )
     assert config["modes"][0] == "eager"
     assert configuration.measure_settings(config, "m")["iterations"] == configuration.MEASURE_DEFAULTS["iterations"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import tiny_config
 
 from compilebench import config as configuration
 from compilebench import runner
-from conftest import tiny_config
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +72,9 @@ def test_text_generation_compiled_matches_eager_tokens():
 
 
 def test_bfloat16_autocast_is_checked_against_float32():
-    result = runner.run(experiment("vit", "eager", models={"vit": {**tiny_config()["models"]["vit"], "dtype": "bfloat16"}}))
+    result = runner.run(
+        experiment("vit", "eager", models={"vit": {**tiny_config()["models"]["vit"], "dtype": "bfloat16"}})
+    )
     assert_measured(result, "eager")
     assert result["dtype"] == "bfloat16"
     assert 0 < result["correctness"]["max_abs_err"]  # reduced precision really ran

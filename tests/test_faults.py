@@ -8,10 +8,10 @@ import time
 import psutil
 import pytest
 import torch
+from helpers import tiny_config
 
 from compilebench import config as configuration
 from compilebench import jobs, runner
-from conftest import tiny_config
 
 pytestmark = pytest.mark.slow
 

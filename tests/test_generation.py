@@ -1,10 +1,10 @@
 """The engine's greedy generator produces what transformers' own generate produces."""
 
 import torch
+from helpers import TINY_MODELS
 
 from compilebench.generation import GreedyGenerator
 from compilebench.timing import Clock
-from conftest import TINY_MODELS
 
 
 def test_greedy_tokens_match_transformers_generate():

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import tiny_config
 
 from compilebench import config as configuration
 from compilebench import env, runner
-from conftest import tiny_config
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA or ROCm GPU")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA or ROCm GPU"),
+]
 
 
 def gpu_experiment(model: str, mode: str, **spec) -> dict:

@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
-
 import slurm_cluster
-from conftest import ASSETS_MIRROR, ROOT, TINY_MODELS
-from test_workflow import copy_project, expected_runs
+import yaml
+from helpers import ASSETS_MIRROR, ROOT, TINY_MODELS, copy_project, expected_runs
 
-pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.skipif(slurm_cluster.missing() is not None, reason=str(slurm_cluster.missing()))]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.slurm,
+    pytest.mark.skipif(slurm_cluster.missing() is not None, reason=str(slurm_cluster.missing())),
+]
 
 PARTITIONS = {"cpu": "cpu", "accel": "gpu"}
 
@@ -27,17 +29,28 @@ def two_partition_config() -> dict:
     assets = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["assets"]
     return {
         "modes": ["eager", "compile-default"],
-        "measure": {"warmup": 1, "iterations": 3, "min_time_s": 0, "interleave_block": 1, "bootstrap_resamples": 200, "private_cache": False},
+        "measure": {
+            "warmup": 1,
+            "iterations": 3,
+            "min_time_s": 0,
+            "interleave_block": 1,
+            "bootstrap_resamples": 200,
+            "private_cache": False,
+        },
         "models": {"resnet": {**TINY_MODELS["resnet"], "image": "dog.jpg", "labels": "imagenet_classes.txt"}},
-        "hardware": {name: {"device": "cpu", "resources": {"slurm_partition": partition, "mem_mb": 2000, "runtime": 20}}
-                     for name, partition in PARTITIONS.items()},
+        "hardware": {
+            name: {"device": "cpu", "resources": {"slurm_partition": partition, "mem_mb": 2000, "runtime": 20}}
+            for name, partition in PARTITIONS.items()
+        },
         "assets": {**assets, "mirror": str(ASSETS_MIRROR)},
     }
 
 
 def run_bounded(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
     """Run snakemake in its own process group; past `timeout`, kill the group (it may ignore SIGTERM)."""
-    process = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    process = subprocess.Popen(
+        args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -62,14 +75,32 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope="module")
 def on_slurm(cluster, tmp_path_factory):
     project = copy_project(tmp_path_factory.mktemp("on-slurm"), two_partition_config())
-    run_bounded([sys.executable, "-m", "snakemake", "--workflow-profile", "config/profiles/slurm", "--jobs", "4",
-                 "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5",
-                 "--slurm-no-account", "--slurm-keep-successful-logs"], project, timeout=1200)
+    run_bounded(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--workflow-profile",
+            "config/profiles/slurm",
+            "--jobs",
+            "4",
+            "--slurm-status-command",
+            "squeue",
+            "--slurm-init-seconds-before-status-checks",
+            "5",
+            "--slurm-no-account",
+            "--slurm-keep-successful-logs",
+        ],
+        project,
+        timeout=1200,
+    )
     return project
 
 
 def results(project: Path) -> dict[str, dict]:
-    return {str(p.relative_to(project)): json.loads(p.read_text()) for p in (project / "results" / "runs").rglob("*.json")}
+    return {
+        str(p.relative_to(project)): json.loads(p.read_text()) for p in (project / "results" / "runs").rglob("*.json")
+    }
 
 
 def test_every_job_ran_ok_in_the_partition_its_hardware_names(on_slurm):
@@ -82,7 +113,10 @@ def test_every_job_ran_ok_in_the_partition_its_hardware_names(on_slurm):
 
 
 def test_benchmark_jobs_did_not_overlap(on_slurm):
-    spans = sorted((datetime.fromisoformat(r["started_at"]), datetime.fromisoformat(r["finished_at"])) for r in results(on_slurm).values())
+    spans = sorted(
+        (datetime.fromisoformat(r["started_at"]), datetime.fromisoformat(r["finished_at"]))
+        for r in results(on_slurm).values()
+    )
     assert all(previous_end <= start for (_, previous_end), (start, _) in zip(spans, spans[1:]))
 
 

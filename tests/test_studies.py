@@ -9,9 +9,17 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-
-from conftest import ASSETS_MIRROR, ROOT, TINY_MODELS, word_tokenizer
-from test_workflow import copy_project, expected_runs, planned_outputs, snakemake, write_config
+from helpers import (
+    ASSETS_MIRROR,
+    ROOT,
+    TINY_MODELS,
+    copy_project,
+    expected_runs,
+    planned_outputs,
+    snakemake,
+    word_tokenizer,
+    write_config,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -23,10 +31,21 @@ TINY_TRANSFORMERS = {
     "vit": TINY_MODELS["vit"]["config"],
     "llama": TINY_MODELS["llama"]["config"],
     "distilbert": TINY_MODELS["distilbert"]["config"],
-    "roberta": {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64, "vocab_size": 128, "max_position_embeddings": 66},
+    "roberta": {
+        "hidden_size": 32,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+        "vocab_size": 128,
+        "max_position_embeddings": 66,
+    },
 }
-AUTO_CLASSES = {"image-classification": "AutoModelForImageClassification", "text-classification": "AutoModelForSequenceClassification",
-                "fill-mask": "AutoModelForMaskedLM", "text-generation": "AutoModelForCausalLM"}
+AUTO_CLASSES = {
+    "image-classification": "AutoModelForImageClassification",
+    "text-classification": "AutoModelForSequenceClassification",
+    "fill-mask": "AutoModelForMaskedLM",
+    "text-generation": "AutoModelForCausalLM",
+}
 
 
 def load_study(name: str) -> dict:
@@ -40,7 +59,9 @@ def test_study_dry_run_has_the_expected_dag(name, tmp_path):
     planned = planned_outputs(project, "--configfile", f"config/experiments/{name}.yaml")
     hardware = list(study["hardware"])
     assert {o for o in planned if o.startswith("results/runs/")} == expected_runs(study, hardware)
-    assert {o for o in planned if o.startswith("resources/weights/")} == {f"resources/weights/{m}" for m in study["models"]}
+    assert {o for o in planned if o.startswith("resources/weights/")} == {
+        f"resources/weights/{m}" for m in study["models"]
+    }
     assert {o for o in planned if o.startswith("results/env/")} == {f"results/env/{h}.json" for h in hardware}
     assert {"resources/assets/dog.jpg", "resources/assets/imagenet_classes.txt", "results/report/paper.pdf"} <= planned
     assert study["published"]["source"] in (project / "config" / "experiments" / f"{name}.yaml").read_text()
@@ -56,11 +77,19 @@ def save_stand_in(name: str, entry: dict, folder: Path) -> dict:
     tiny = {k: v for k, v in entry.items() if k not in ("hub_id", "revision", "measure")}
     if entry["source"] == "torchvision":
         torch.save(torchvision.models.resnet18(num_classes=10).state_dict(), folder / f"{name}.pt")
-        return {**tiny, "arch": "resnet18", "config": {"num_classes": 10}, "weights": str(folder / f"{name}.pt"), "image_size": 32}
+        return {
+            **tiny,
+            "arch": "resnet18",
+            "config": {"num_classes": 10},
+            "weights": str(folder / f"{name}.pt"),
+            "image_size": 32,
+        }
     config = transformers.AutoConfig.for_model(entry["arch"], **TINY_TRANSFORMERS[entry["arch"]])
     if entry.get("task") == "text-classification":
         config.num_labels = 3
-    getattr(transformers, AUTO_CLASSES[entry.get("task", "image-classification")]).from_config(config).save_pretrained(path)
+    getattr(transformers, AUTO_CLASSES[entry.get("task", "image-classification")]).from_config(config).save_pretrained(
+        path
+    )
     if entry.get("prompt"):
         word_tokenizer(config.vocab_size).save_pretrained(path)
     if entry.get("task") == "text-generation":
@@ -81,8 +110,16 @@ def scaled_down(name: str, folder: Path) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     kept = KEPT_MODELS[name] or tuple(study["models"])
     scaled["models"] = {m: save_stand_in(m, entry, folder) for m, entry in study["models"].items() if m in kept}
-    scaled["measure"] = {"warmup": 1, "iterations": 3, "min_time_s": 0, "interleave_block": 1, "bootstrap_resamples": 200,
-                         "private_cache": False, "profile": True, "profile_iterations": 1}
+    scaled["measure"] = {
+        "warmup": 1,
+        "iterations": 3,
+        "min_time_s": 0,
+        "interleave_block": 1,
+        "bootstrap_resamples": 200,
+        "private_cache": False,
+        "profile": True,
+        "profile_iterations": 1,
+    }
     scaled["hardware"] = {h: {**entry, "device": "cpu", "conda_env": "cpu"} for h, entry in study["hardware"].items()}
     scaled["assets"]["mirror"] = str(ASSETS_MIRROR)
     return scaled
@@ -95,14 +132,20 @@ def test_scaled_down_study_runs_end_to_end(name, tmp_path):
     write_config(project / "config" / "experiments" / f"{name}.yaml", scaled)
     snakemake(project, "--configfile", f"config/experiments/{name}.yaml")
     runs = pd.read_csv(project / "results" / "tables" / "runs.csv")
-    assert {f"results/runs/{r.hardware}/{r.model}/{r.mode}.json" for r in runs.itertuples()} == expected_runs(scaled, list(scaled["hardware"]))
-    assert runs["status"].eq("ok").all(), runs.loc[runs["status"] != "ok", ["hardware", "model", "mode", "error"]].to_string()
+    assert {f"results/runs/{r.hardware}/{r.model}/{r.mode}.json" for r in runs.itertuples()} == expected_runs(
+        scaled, list(scaled["hardware"])
+    )
+    assert runs["status"].eq("ok").all(), runs.loc[
+        runs["status"] != "ok", ["hardware", "model", "mode", "error"]
+    ].to_string()
     limits = pd.read_csv(project / "results" / "tables" / "limits.csv")
     assert len(limits) == (runs["status"] == "ok").sum() and limits["achieved"].gt(0).all()
     top_ops = pd.read_csv(project / "results" / "tables" / "top_ops.csv")
     assert all((project / trace).is_file() for trace in top_ops["trace"].unique())
     html = (project / "results" / "report" / "paper.html").read_text()
-    assert scaled["published"]["source"] in html and "Where the time goes" in html and "Distance to the hardware" in html
+    assert (
+        scaled["published"]["source"] in html and "Where the time goes" in html and "Distance to the hardware" in html
+    )
     if scaled["published"]["values"]:
         assert "published ms" in html and "18.76" in html and "73.90" not in html and "73.9" in html
     if "cpu-bf16-fastmath" in scaled["hardware"]:

@@ -8,16 +8,17 @@ import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
+from synthetic import MODELS, MODES, synthetic_results
 
 from compilebench import figures, tables
-from synthetic import MODELS, MODES, synthetic_results
 
 
 @pytest.fixture
 def synthetic_tables(tmp_path):
     paths = synthetic_results(tmp_path)
     runs = tables.runs_table(paths)
-    return figures.Tables(runs, tables.latency_samples(paths), tables.speedups(runs), prices={"cpu": 1.0, "cpu-fast": 3.0}, baseline="cpu")
+    costs = tables.hardware_costs(runs, {"cpu": 1.0, "cpu-fast": 3.0}, baseline="cpu")
+    return figures.Tables(runs, tables.latency_samples(paths), tables.speedups(runs), costs)
 
 
 def test_runs_table_has_one_row_per_job(synthetic_tables):
@@ -50,8 +51,14 @@ def test_speedups_and_geometric_mean(synthetic_tables):
 
 def test_a_model_that_failed_correctness_is_left_out_of_the_mean():
     sp = pd.DataFrame(
-        {"hardware": ["cpu"] * 2, "model": ["a", "b"], "mode": ["compile-default"] * 2, "status": ["ok"] * 2,
-         "speedup": [2.0, 8.0], "correct": [True, False]}
+        {
+            "hardware": ["cpu"] * 2,
+            "model": ["a", "b"],
+            "mode": ["compile-default"] * 2,
+            "status": ["ok"] * 2,
+            "speedup": [2.0, 8.0],
+            "correct": [True, False],
+        }
     )
     row = tables.geometric_mean_summary(sp).iloc[0]
     assert row["geomean_speedup"] == pytest.approx(2.0) and row["models"] == 1
@@ -70,7 +77,10 @@ def test_every_figure_renders_svg_and_png(synthetic_tables, tmp_path, name):
 
 def test_figures_say_so_when_there_is_nothing_to_show(synthetic_tables, tmp_path):
     only_images = figures.Tables(
-        synthetic_tables.runs[synthetic_tables.runs["model"] == "resnet"], synthetic_tables.samples, synthetic_tables.speedups
+        synthetic_tables.runs[synthetic_tables.runs["model"] == "resnet"],
+        synthetic_tables.samples,
+        synthetic_tables.speedups,
+        synthetic_tables.hardware_costs,
     )
     figure = figures.generation_throughput(only_images)
     shown = [text.get_text() for ax in figure.axes for text in ax.texts]
@@ -82,13 +92,17 @@ def test_figures_say_so_when_there_is_nothing_to_show(synthetic_tables, tmp_path
 
 def test_limits_compare_achieved_rates_with_the_device_peak(synthetic_tables):
     limits = tables.limits(synthetic_tables.runs, {"cpu": {"memory_bandwidth_gbs": 100.0, "tflops": {"bfloat16": 2.0}}})
-    gpu = limits[(limits["hardware"] == "cpu-fast") & (limits["model"] == "resnet") & (limits["mode"] == "eager")].iloc[0]
+    gpu = limits[(limits["hardware"] == "cpu-fast") & (limits["model"] == "resnet") & (limits["mode"] == "eager")].iloc[
+        0
+    ]
     run = synthetic_tables.runs.set_index(["hardware", "model", "mode"]).loc[("cpu-fast", "resnet", "eager")]
     assert gpu["metric"] == "compute" and gpu["peak_device"] == "NVIDIA H100 SXM" and gpu["peak"] == 989
     assert gpu["achieved"] == pytest.approx(20e9 / (run["median_ms"] / 1e3) / 1e12)
     assert gpu["fraction_of_peak"] == pytest.approx(gpu["achieved"] / 989)
     llama = limits[(limits["hardware"] == "cpu") & (limits["model"] == "llama") & (limits["mode"] == "eager")].iloc[0]
-    tokens = synthetic_tables.runs.set_index(["hardware", "model", "mode"]).loc[("cpu", "llama", "eager"), "decode_tokens_per_s"]
+    tokens = synthetic_tables.runs.set_index(["hardware", "model", "mode"]).loc[
+        ("cpu", "llama", "eager"), "decode_tokens_per_s"
+    ]
     assert llama["metric"] == "memory bandwidth" and llama["peak_source"] == "config"
     assert llama["achieved"] == pytest.approx(14e9 * tokens / 1e9)
     assert llama["fraction_of_peak"] == pytest.approx(llama["achieved"] / 100.0)
@@ -104,12 +118,28 @@ def test_top_ops_keep_ten_per_profiled_run(tmp_path):
     ops = tables.top_ops(synthetic_results(tmp_path))
     assert set(ops["mode"]) == {"eager", "compile-max-autotune"}
     assert ops.groupby(["hardware", "model", "mode"]).size().eq(10).all()
-    assert tables._plain_op_name("## Call CompiledFxGraph fsh4amx ##") == "## Call CompiledFxGraph ##"
-    kernel = "void at::native::batch_norm_transform_input_kernel<c10::BFloat16, float, float, true, int>(at::GenericPackedTensorAccessor)"
-    assert tables._plain_op_name(kernel) == "at::native::batch_norm_transform_input_kernel<…>"
+    assert tables.plain_op_name("## Call CompiledFxGraph fsh4amx ##") == "## Call CompiledFxGraph ##"
+    kernel = (
+        "void at::native::batch_norm_transform_input_kernel<c10::BFloat16, float, float, true, int>"
+        "(at::GenericPackedTensorAccessor)"
+    )
+    assert tables.plain_op_name(kernel) == "at::native::batch_norm_transform_input_kernel<…>"
 
 
 def test_hardware_legend_flags_fast_math_without_native_bf16(synthetic_tables):
-    runs = synthetic_tables.runs.assign(fpmath_mode=np.where(synthetic_tables.runs["hardware"] == "cpu-fast", "BF16", None), bf16_native=False)
-    labels = set(figures._hardware_labels(runs))
+    runs = synthetic_tables.runs.assign(
+        fpmath_mode=np.where(synthetic_tables.runs["hardware"] == "cpu-fast", "BF16", None), bf16_native=False
+    )
+    labels = set(tables.hardware_costs(runs, {}, "cpu")["hardware_label"])
     assert labels == {"cpu", "cpu-fast (bf16 requested, not native)"}
+
+
+def test_hardware_costs_give_relative_p90_and_cost_per_million(synthetic_tables):
+    costs = synthetic_tables.hardware_costs.set_index(["hardware", "model", "mode"])
+    runs = synthetic_tables.runs.set_index(["hardware", "model", "mode"])
+    fast, base = runs.loc[("cpu-fast", "resnet", "eager")], runs.loc[("cpu", "resnet", "eager")]
+    assert costs.loc[("cpu-fast", "resnet", "eager"), "relative_p90"] == pytest.approx(fast["p90_ms"] / base["p90_ms"])
+    assert costs.loc[("cpu", "resnet", "eager"), "relative_p90"] == pytest.approx(1.0)
+    # 3 per hour at one inference per median latency: 3 / 3600 s x median s x 1e6
+    expected = 3.0 / 3600 * fast["median_ms"] / 1e3 * 1e6
+    assert costs.loc[("cpu-fast", "resnet", "eager"), "cost_per_million"] == pytest.approx(expected)

@@ -16,7 +16,13 @@ def test_interleaving_alternates_blocks():
     order = []
     clock = timing.Clock("cpu")
     eager, mode = timing.interleaved(
-        lambda: order.append("e"), lambda: order.append("m"), clock, block=2, iterations=6, min_time_s=0, max_iterations=100
+        lambda: order.append("e"),
+        lambda: order.append("m"),
+        clock,
+        block=2,
+        iterations=6,
+        min_time_s=0,
+        max_iterations=100,
     )
     assert len(eager) == len(mode) == 6
-    assert "".join(order) == "mmee" "eemm" "mmee"
+    assert "".join(order) == "mmeeeemmmmee"

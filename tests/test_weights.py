@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import ASSETS_MIRROR, tiny_config, word_tokenizer
 
 from compilebench import config as configuration
 from compilebench import runner
 from compilebench.models import build
-from conftest import ASSETS_MIRROR, tiny_config, word_tokenizer
 
 
 def test_torchvision_state_dict_by_path(tmp_path):
@@ -18,7 +18,9 @@ def test_torchvision_state_dict_by_path(tmp_path):
     saved = torchvision.models.resnet18(num_classes=10).eval()
     path = tmp_path / "resnet.pt"
     torch.save(saved.state_dict(), path)
-    spec = configuration.validate(tiny_config({"r": {**tiny_config()["models"]["resnet"], "weights": str(path)}}))["models"]["r"]
+    spec = configuration.validate(tiny_config({"r": {**tiny_config()["models"]["resnet"], "weights": str(path)}}))[
+        "models"
+    ]["r"]
     bundle = build("r", spec, seed=0, device="cpu")
     with torch.no_grad():
         assert torch.equal(bundle.module(*bundle.inputs), saved(*bundle.inputs))
@@ -44,7 +46,12 @@ def test_transformers_save_pretrained_directory_with_prompt(tmp_path):
 
 @pytest.mark.skipif(not (ASSETS_MIRROR / "dog.jpg").exists(), reason="needs the shared asset mirror")
 def test_image_file_goes_through_imagenet_preprocessing():
-    entry = {**tiny_config()["models"]["resnet"], "image": str(ASSETS_MIRROR / "dog.jpg"), "image_size": 224, "batch_size": 2}
+    entry = {
+        **tiny_config()["models"]["resnet"],
+        "image": str(ASSETS_MIRROR / "dog.jpg"),
+        "image_size": 224,
+        "batch_size": 2,
+    }
     bundle = build("r", configuration.validate(tiny_config({"r": entry}))["models"]["r"], seed=0, device="cpu")
     image = bundle.inputs[0]
     assert image.shape == (2, 3, 224, 224)

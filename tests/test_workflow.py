@@ -6,79 +6,26 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
+from helpers import (
+    ASSETS_MIRROR,
+    DRY_RUNS,
+    TINY_MODELS,
+    copy_project,
+    expected_runs,
+    planned_after_editing,
+    planned_outputs,
+    snakemake,
+    tiny_workflow_config,
+    write_config,
+)
 
 from compilebench.assets import sha256_of
-from conftest import ASSETS_MIRROR, ROOT, TINY_MODELS
 
 pytestmark = pytest.mark.slow
-
-DRY_RUNS: list[str] = []
-PROJECT_PARTS = ["Snakefile", "rules", "scripts", "src", "config", "envs", "report"]
-
-
-def tiny_workflow_config(mirror: Path) -> dict:
-    with open(ROOT / "config" / "config.yaml") as handle:
-        assets = yaml.safe_load(handle)["assets"]
-    assets["mirror"] = str(mirror)
-    return {
-        "modes": ["eager", "compile-default"],
-        "measure": {"warmup": 1, "iterations": 3, "min_time_s": 0, "interleave_block": 1, "bootstrap_resamples": 200},
-        "models": {
-            "resnet": {**TINY_MODELS["resnet"], "image": "dog.jpg", "labels": "imagenet_classes.txt", "modes": ["eager", "jit", "compile-default"]},
-            "llama": {**TINY_MODELS["llama"], "modes": ["eager", "jit", "compile-default"]},
-        },
-        "hardware": {"cpu": {"device": "cpu"}, "gpu": {"device": "cuda", "optional": True}},
-        "assets": assets,
-    }
-
-
-def copy_project(dest: Path, config: dict) -> Path:
-    dest.mkdir(parents=True, exist_ok=True)
-    for part in PROJECT_PARTS:
-        source = ROOT / part
-        if source.is_dir():
-            shutil.copytree(source, dest / part, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-        else:
-            shutil.copy2(source, dest / part)
-    write_config(dest / "config" / "config.yaml", config)
-    return dest
-
-
-def write_config(path: Path, config: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-
-
-def snakemake(project: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--cores", "4", *args],
-        cwd=project, capture_output=True, text=True, timeout=1500,
-    )
-    if check and done.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
-    return done
-
-
-def planned_outputs(project: Path, *args: str) -> set[str]:
-    """Outputs of the jobs a dry run would run."""
-    done = snakemake(project, "-n", *args)
-    DRY_RUNS.append(done.stdout[-20000:])
-    lines = re.findall(r"^\s*output: (.+)$", done.stdout + done.stderr, re.M)
-    return {path for line in lines for path in line.split(", ")}
-
-
-def expected_runs(config: dict, hardware=("cpu",)) -> set[str]:
-    return {
-        f"results/runs/{h}/{m}/{mode}.json"
-        for h in hardware
-        for m, entry in config["models"].items()
-        for mode in entry.get("modes", config["modes"])
-    }
 
 
 @pytest.fixture(scope="module")
@@ -102,12 +49,23 @@ def test_strict_mode_fails_on_any_experiment_that_is_not_ok(finished):
 def test_default_run_ends_with_the_paper(finished):
     project, _, _ = finished
     html = (project / "results" / "report" / "paper.html").read_text()
-    assert "<img src=\"data:image/svg+xml;base64," in html and 'src="http' not in html  # self-contained
+    assert '<img src="data:image/svg+xml;base64,' in html and 'src="http' not in html  # self-contained
     pdf = project / "results" / "report" / "paper.pdf"
-    pages = int(re.search(r"Pages:\s+(\d+)", subprocess.run(["pdfinfo", pdf], capture_output=True, text=True, check=True).stdout)[1])
+    pages = int(
+        re.search(
+            r"Pages:\s+(\d+)", subprocess.run(["pdfinfo", pdf], capture_output=True, text=True, check=True).stdout
+        )[1]
+    )
     assert pages >= 4
     text = subprocess.run(["pdftotext", "-layout", pdf, "-"], capture_output=True, text=True, check=True).stdout
-    for heading in ("Abstract", "1 Setup", "2 Method", "3 Results", "4 Correctness and compiler health", "5 Reproducibility appendix"):
+    for heading in (
+        "Abstract",
+        "1 Setup",
+        "2 Method",
+        "3 Results",
+        "4 Correctness and compiler health",
+        "5 Reproducibility appendix",
+    ):
         assert heading in text
     assert "Figure 7." in text and "resnet" in text and "llama" in text
     assert re.search(r"llama/jit:\s+unsupported", text)  # the paper names what did not run, with why
@@ -125,14 +83,23 @@ def test_paper_renders_in_headless_chromium(finished, tmp_path):
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
         )
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.goto((project / "results" / "report" / "paper.html").as_uri())
         page.wait_for_load_state("load")
-        rendered = page.eval_on_selector_all("figure img", "imgs => imgs.map(i => [i.complete, i.naturalWidth, i.getBoundingClientRect().height])")
+        rendered = page.eval_on_selector_all(
+            "figure img", "imgs => imgs.map(i => [i.complete, i.naturalWidth, i.getBoundingClientRect().height])"
+        )
         headings = page.eval_on_selector_all("h2", "hs => hs.map(h => h.textContent.trim())")
         page.screenshot(path=str(tmp_path / "paper.png"), full_page=True)
         browser.close()
@@ -140,8 +107,8 @@ def test_paper_renders_in_headless_chromium(finished, tmp_path):
     assert len(rendered) == 7
     assert all(complete and width > 100 and height > 50 for complete, width, height in rendered), rendered
     assert headings[0] == "Abstract" and headings[-1] == "5 Reproducibility appendix"
-    from PIL import Image
     import numpy as np
+    from PIL import Image
 
     shot = np.asarray(Image.open(tmp_path / "paper.png").convert("L"), dtype=float)
     assert shot.shape[0] > 3000 and shot.std() > 20
@@ -223,28 +190,35 @@ def test_added_mode_adds_only_its_jobs(finished):
         "results/tables/summary.csv",
         "results/tables/limits.csv",
         "results/tables/top_ops.csv",
+        "results/tables/hardware_costs.csv",
     }
-
-
-def planned_after_editing(project: Path, relative: str) -> set[str]:
-    """What a dry run would rerun after a file of the project is edited."""
-    path = project / relative
-    original = path.read_bytes()
-    path.write_bytes(original + b"\n")
-    try:
-        return planned_outputs(project)
-    finally:
-        path.write_bytes(original)
 
 
 def test_report_template_change_reruns_only_the_paper(finished):
     project, _, _ = finished
-    assert planned_after_editing(project, "report/paper.css") == {"results/report/paper.html", "results/report/paper.pdf"}
+    assert planned_after_editing(project, "report/paper.css") == {
+        "results/report/paper.html",
+        "results/report/paper.pdf",
+    }
 
 
 def test_engine_code_change_reruns_benchmarks(finished):
     project, config, _ = finished
     assert expected_runs(config) <= planned_after_editing(project, "src/compilebench/timing.py")
+
+
+def test_rewording_a_validation_message_reruns_no_measurement(finished):
+    project, _, _ = finished
+    path = project / "src" / "compilebench" / "config.py"
+    original = path.read_text()
+    assert "expected at least one model entry" in original
+    path.write_text(original.replace("expected at least one model entry", "expected one model entry or more"))
+    try:
+        planned = planned_outputs(project)
+    finally:
+        path.write_text(original)
+    assert planned, "a dry run that plans nothing proves nothing here"
+    assert not any(o.startswith(("results/runs/", "results/reference/", "results/env/")) for o in planned), planned
 
 
 def test_experiment_file_runs_its_own_models_alone(finished):
@@ -302,15 +276,23 @@ def test_killed_run_resumes_keeping_finished_results(tmp_path):
     import time
 
     config = tiny_workflow_config(ASSETS_MIRROR)
-    config["models"] = {"resnet": {**TINY_MODELS["resnet"], "modes": ["eager", "compile-default", "compile-max-autotune"]}}
+    config["models"] = {
+        "resnet": {**TINY_MODELS["resnet"], "modes": ["eager", "compile-default", "compile-max-autotune"]}
+    }
     project = copy_project(tmp_path, config)
     run = subprocess.Popen(
-        [sys.executable, "-m", "snakemake", "--cores", "4"], cwd=project, start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [sys.executable, "-m", "snakemake", "--cores", "4"],
+        cwd=project,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     runs = project / "results" / "runs" / "cpu" / "resnet"
     deadline = time.monotonic() + 600
-    while time.monotonic() < deadline and not (len(list(runs.glob("*.json"))) >= 1 and len(list((project / "logs" / "benchmark" / "cpu" / "resnet").glob("*.log"))) >= 2):
+    while time.monotonic() < deadline and not (
+        len(list(runs.glob("*.json"))) >= 1
+        and len(list((project / "logs" / "benchmark" / "cpu" / "resnet").glob("*.log"))) >= 2
+    ):
         time.sleep(0.5)
     time.sleep(2)  # the second benchmark is under way
     os.killpg(run.pid, signal.SIGKILL)
@@ -329,8 +311,13 @@ def test_killed_run_resumes_keeping_finished_results(tmp_path):
 
 def test_hardware_resources_reach_only_that_hardwares_jobs(tmp_path):
     config = tiny_workflow_config(ASSETS_MIRROR)
-    config["hardware"] = {"big": {"device": "cpu", "resources": {"slurm_partition": "mi210", "gres": "gpu:1", "slurm_extra": "--qos=high"}},
-                          "shared": {"device": "cpu", "exclusive": False}}
+    config["hardware"] = {
+        "big": {
+            "device": "cpu",
+            "resources": {"slurm_partition": "mi210", "gres": "gpu:1", "slurm_extra": "--qos=high"},
+        },
+        "shared": {"device": "cpu", "exclusive": False},
+    }
     project = copy_project(tmp_path, config)
     done = snakemake(project, "-n")
     plan = done.stdout + done.stderr

@@ -11,7 +11,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
 
-from .config import UserError
+from .errors import UserError
 from .results import atomic_write
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,16 @@ def _read(source: str, handle, attempts: int, backoff_s: float) -> None:
         time.sleep(backoff_s * 2 ** (attempt - 1))
 
 
-def fetch(name: str, url: str, sha256: str, dest: str | Path, mirror: str | None = None, *, attempts: int = 3, backoff_s: float = 1.0) -> Path:
+def fetch(
+    name: str,
+    url: str,
+    sha256: str,
+    dest: str | Path,
+    mirror: str | None = None,
+    *,
+    attempts: int = 3,
+    backoff_s: float = 1.0,
+) -> Path:
     """Download (or copy from the mirror) one asset to `dest`, verified; on any error nothing is left."""
     dest = Path(dest)
     source = source_of(url, mirror)
@@ -108,7 +117,9 @@ def fetch_weights(model: str, spec: dict, dest: str | Path) -> Path:
 
             weights = torchvision.models.get_model_weights(spec["arch"]).DEFAULT
             dest.mkdir(parents=True, exist_ok=True)
-            state = torch.hub.load_state_dict_from_url(weights.url, model_dir=str(dest), check_hash=True, progress=False)
+            state = torch.hub.load_state_dict_from_url(
+                weights.url, model_dir=str(dest), check_hash=True, progress=False
+            )
             torch.save(state, dest / "state_dict.pt")
     except Exception as exc:
         shutil.rmtree(dest, ignore_errors=True)

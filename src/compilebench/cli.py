@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 
 from . import config as configuration
 from . import jobs
+from .joblog import log_to_stderr
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,11 +33,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
+    log_to_stderr()
     try:
         config = configuration.load(args.config)
         if args.command == "env":
-            jobs.environment_job(args.hardware, configuration.hardware_entry(config, args.hardware), args.out, check=args.check)
+            jobs.environment_job(
+                args.hardware, configuration.hardware_entry(config, args.hardware), args.out, check=args.check
+            )
         elif args.command == "reference":
             jobs.reference_job(configuration.reference_experiment(config, args.model, args.hardware), args.out)
         else:

@@ -14,9 +14,10 @@ from typing import Any
 import jsonschema
 import yaml
 
+from .errors import ConfigError, UserError  # noqa: F401  (UserError: the base callers catch)
+from .layout import ASSETS_DIR, TRACE, WEIGHTS_DIR
+
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
-ASSETS_DIR = Path("resources") / "assets"
-WEIGHTS_DIR = Path("resources") / "weights"
 
 MEASURE_DEFAULTS: dict[str, Any] = {
     "warmup": 10,
@@ -31,17 +32,8 @@ MEASURE_DEFAULTS: dict[str, Any] = {
     "profile": False,
     "profile_iterations": 5,
 }
-TRACES_DIR = Path("results") / "traces"
 
 CPU_HARDWARE: dict[str, Any] = {"device": "cpu", "optional": False, "exclusive": True, "env": {}, "resources": {}}
-
-
-class UserError(ValueError):
-    """Bad input from the user; the message is one paragraph naming the key or file."""
-
-
-class ConfigError(UserError):
-    """A config that cannot run."""
 
 
 def _extend_with_defaults(validator_class):
@@ -209,7 +201,8 @@ def hardware_entry(config: dict, hardware: str) -> dict:
         return copy.deepcopy(CPU_HARDWARE)
     if hardware not in config["hardware"]:
         raise ConfigError(
-            f"Hardware {hardware!r} is not under config key `hardware`: expected one of {', '.join(config['hardware'])}."
+            f"Hardware {hardware!r} is not under config key `hardware`: "
+            f"expected one of {', '.join(config['hardware'])}."
         )
     return config["hardware"][hardware]
 
@@ -238,7 +231,9 @@ def experiment(config: dict, model: str, mode: str, hardware: str, *, any_mode: 
     weights their folder under resources/weights/, where the workflow puts them.
     """
     if model not in config["models"]:
-        raise ConfigError(f"Model {model!r} is not under config key `models`: expected one of {', '.join(config['models'])}.")
+        raise ConfigError(
+            f"Model {model!r} is not under config key `models`: expected one of {', '.join(config['models'])}."
+        )
     entry = hardware_entry(config, hardware)
     if not any_mode and mode not in model_modes(config, model):
         raise ConfigError(
@@ -254,7 +249,7 @@ def experiment(config: dict, model: str, mode: str, hardware: str, *, any_mode: 
         spec["weights"] = str(WEIGHTS_DIR / model)
     measure = measure_settings(config, model)
     if measure["profile"]:
-        measure["trace"] = str(TRACES_DIR / hardware / model / f"{mode}.json")
+        measure["trace"] = TRACE.format(hardware=hardware, model=model, mode=mode)
     return canonical(
         {
             "model": model,

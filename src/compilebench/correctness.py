@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import torch
 
-COSINE_MIN = 0.99  # PyTorch's dynamo harness uses the same cosine threshold
-FLOAT32_REL_TOL = 1e-3
+from .thresholds import COSINE_MIN, FLOAT32_REL_TOL
 
 
 def compare(reference: torch.Tensor, output: torch.Tensor, dtype: str) -> dict:

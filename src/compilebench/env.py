@@ -11,13 +11,24 @@ from pathlib import Path
 
 import torch
 
-from .config import UserError
+from .errors import UserError
 
-KERNEL_ENV_VARS = ("DNNL_DEFAULT_FPMATH_MODE", "LRU_CACHE_CAPACITY", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
+KERNEL_ENV_VARS = (
+    "DNNL_DEFAULT_FPMATH_MODE",
+    "LRU_CACHE_CAPACITY",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "CUDA_VISIBLE_DEVICES",
+)
 PACKAGES = ("compilebench", "torch", "torchvision", "transformers", "numpy", "scipy", "pandas", "snakemake", "triton")
 BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16", "bf16", "sve_bf16")
 # /proc/cpuinfo on Arm names no model, only the core's part number.
-ARM_CORES = {"0xd0c": "Arm Neoverse-N1", "0xd40": "Arm Neoverse-V1", "0xd4f": "Arm Neoverse-V2", "0xd49": "Arm Neoverse-N2"}
+ARM_CORES = {
+    "0xd0c": "Arm Neoverse-N1",
+    "0xd40": "Arm Neoverse-V1",
+    "0xd4f": "Arm Neoverse-V2",
+    "0xd49": "Arm Neoverse-N2",
+}
 
 
 class HardwareError(UserError):
@@ -71,19 +82,27 @@ def validate(hardware: str, device: str) -> None:
     """torch >= 2.0, the device present, and a tiny torch.compile that gives the right answer there."""
     major = int(torch.__version__.split(".")[0])
     if major < 2:
-        raise HardwareError(f"Hardware entry `hardware.{hardware}` runs torch {torch.__version__}: expected torch >= 2.0.")
+        raise HardwareError(
+            f"Hardware entry `hardware.{hardware}` runs torch {torch.__version__}: expected torch >= 2.0."
+        )
     check_device(hardware, device)
     x = torch.arange(8.0, device=device)
     compiled = torch.compile(lambda t: torch.sin(t) * 2 + 1, backend="inductor")
     if not torch.allclose(compiled(x), torch.sin(x) * 2 + 1, atol=1e-5):
-        raise HardwareError(f"Hardware entry `hardware.{hardware}`: a tiny torch.compile gave a wrong answer on {device}.")
+        raise HardwareError(
+            f"Hardware entry `hardware.{hardware}`: a tiny torch.compile gave a wrong answer on {device}."
+        )
 
 
 def code_revision() -> dict:
     root = Path(__file__).resolve().parents[2]
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True).stdout
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout
         return {"commit": commit, "dirty": bool(dirty.strip())}
     except (OSError, subprocess.CalledProcessError):
         return {"commit": None, "dirty": None}

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Callable
 
 import matplotlib
 
@@ -14,22 +15,21 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from . import FIGURE_NAMES  # noqa: E402
-from .tables import unbacked_fast_math  # noqa: E402
+from .layout import FIGURE_NAMES  # noqa: E402
+from .modes import MODE_NAMES  # noqa: E402
 
-MODE_ORDER = ["eager", "jit", "compile-default", "compile-reduce-overhead", "compile-max-autotune"]
+MODE_ORDER = list(MODE_NAMES)
 PALETTE = dict(zip(MODE_ORDER, sns.color_palette("colorblind", len(MODE_ORDER))))
 
 
 @dataclass
 class Tables:
-    """What the figures read: the tidy tables, and per-hardware prices for cost."""
+    """What the figures read: the tidy tables, nothing else."""
 
     runs: pd.DataFrame
     samples: pd.DataFrame
     speedups: pd.DataFrame
-    prices: dict[str, float] = field(default_factory=dict)
-    baseline: str | None = None
+    hardware_costs: pd.DataFrame
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -48,7 +48,9 @@ def _empty(message: str) -> plt.Figure:
 
 
 def _grid(rows: list, cols: list, width: float = 3.2, height: float = 2.8):
-    fig, axes = plt.subplots(len(rows), len(cols), figsize=(max(4, width * len(cols)), height * len(rows)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(rows), len(cols), figsize=(max(4, width * len(cols)), height * len(rows)), squeeze=False
+    )
     return fig, axes
 
 
@@ -87,7 +89,9 @@ def latency_by_mode(t: Tables) -> plt.Figure:
     """1. Median latency by mode with its 95% interval, one panel per model and hardware."""
     if t.ok.empty:
         return _empty("No successful runs to plot.")
-    return _per_model_panels(t.ok, lambda ax, f: _bars(ax, f, "median_ms", "ci95_low_ms", "ci95_high_ms"), "median latency (ms)")
+    return _per_model_panels(
+        t.ok, lambda ax, f: _bars(ax, f, "median_ms", "ci95_low_ms", "ci95_high_ms"), "median latency (ms)"
+    )
 
 
 def generation_throughput(t: Tables) -> plt.Figure:
@@ -115,7 +119,9 @@ def speedup_heatmap(t: Tables) -> plt.Figure:
     if sp.empty:
         return _empty("No non-eager runs to compare with eager.")
     hardware = sorted(sp["hardware"].unique())
-    fig, axes = plt.subplots(1, len(hardware), figsize=(5.5 * len(hardware), 0.6 * sp["model"].nunique() + 2), squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(hardware), figsize=(5.5 * len(hardware), 0.6 * sp["model"].nunique() + 2), squeeze=False
+    )
     for ax, hw in zip(axes[0], hardware):
         grid = sp[sp["hardware"] == hw].pivot_table(index="model", columns="mode", values="speedup")
         grid = grid[[m for m in MODE_ORDER if m in grid.columns]]
@@ -136,10 +142,18 @@ def compile_cost(t: Tables) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for mode in _modes(sp):
         frame = sp[sp["mode"] == mode]
-        yerr = np.clip(np.vstack([frame["speedup"] - frame["speedup_ci95_low"], frame["speedup_ci95_high"] - frame["speedup"]]), 0, None)
-        ax.errorbar(frame["compile_s"], frame["speedup"], yerr=yerr, fmt="o", color=PALETTE[mode], label=mode, capsize=3)
+        yerr = np.clip(
+            np.vstack([frame["speedup"] - frame["speedup_ci95_low"], frame["speedup_ci95_high"] - frame["speedup"]]),
+            0,
+            None,
+        )
+        ax.errorbar(
+            frame["compile_s"], frame["speedup"], yerr=yerr, fmt="o", color=PALETTE[mode], label=mode, capsize=3
+        )
         for _, row in frame.iterrows():
-            ax.annotate(row["model"], (row["compile_s"], row["speedup"]), fontsize=7, xytext=(4, 3), textcoords="offset points")
+            ax.annotate(
+                row["model"], (row["compile_s"], row["speedup"]), fontsize=7, xytext=(4, 3), textcoords="offset points"
+            )
     ax.axhline(1.0, color="0.5", lw=0.8, ls="--")
     ax.set_xscale("log")
     ax.set_xlabel("first call, cold compile (s, log scale)")
@@ -156,41 +170,39 @@ def latency_distributions(t: Tables) -> plt.Figure:
 
     def boxes(ax, frame: pd.DataFrame) -> None:
         order = _modes(frame)
-        sns.boxplot(data=frame, x="mode", y="latency_ms", hue="mode", order=order, palette=PALETTE, ax=ax, fliersize=2, legend=False)
-        ax.set_xticks(range(len(order)), [m.replace("compile-", "c-") for m in order], rotation=35, ha="right", fontsize=8)
+        sns.boxplot(
+            data=frame,
+            x="mode",
+            y="latency_ms",
+            hue="mode",
+            order=order,
+            palette=PALETTE,
+            ax=ax,
+            fliersize=2,
+            legend=False,
+        )
+        ax.set_xticks(
+            range(len(order)), [m.replace("compile-", "c-") for m in order], rotation=35, ha="right", fontsize=8
+        )
 
     return _per_model_panels(t.samples, boxes, "latency (ms)")
 
 
-def _hardware_labels(frame: pd.DataFrame) -> pd.Series:
-    """A hardware entry that asked for bf16 fast math on a CPU without native bf16 says so in the legend."""
-    if "fpmath_mode" not in frame:
-        return frame["hardware"]
-    unbacked = [unbacked_fast_math(m, n, d) for m, n, d in zip(frame["fpmath_mode"], frame["bf16_native"], frame["device"])]
-    return frame["hardware"].where(~pd.Series(unbacked, index=frame.index), frame["hardware"] + " (bf16 requested, not native)")
-
-
 def hardware_comparison(t: Tables) -> plt.Figure:
     """6. p90 latency normalized to a baseline hardware; cost per million inferences where priced."""
-    ok = t.ok
-    hardware = list(dict.fromkeys(ok["hardware"]))
-    if len(hardware) < 2 and not t.prices:
+    frame = t.hardware_costs
+    if frame["hardware"].nunique() < 2 and frame["cost_per_million"].isna().all():
         return _empty("One hardware entry and no prices: nothing to compare.")
-    baseline = t.baseline if t.baseline in hardware else (hardware[0] if hardware else None)
-    base = ok[ok["hardware"] == baseline].set_index(["model", "mode"])["p90_ms"]
-    frame = ok.assign(relative_p90=[row.p90_ms / base.get((row.model, row.mode), np.nan) for row in ok.itertuples()])
-    frame = frame.assign(label=frame["model"] + " / " + frame["mode"].str.replace("compile-", "c-"), hardware=_hardware_labels(frame))
-    priced = frame[ok["hardware"].isin(t.prices)]
-    fig, axes = plt.subplots(1, 2 if not priced.empty else 1, figsize=(11 if not priced.empty else 6.5, 0.3 * frame["label"].nunique() + 2), squeeze=False)
-    sns.barplot(data=frame, y="label", x="relative_p90", hue="hardware", ax=axes[0][0], orient="h")
+    frame = frame.assign(label=frame["model"] + " / " + frame["mode"].str.replace("compile-", "c-"))
+    priced = frame.dropna(subset=["cost_per_million"])
+    panels = 2 if not priced.empty else 1
+    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 0.3 * frame["label"].nunique() + 2), squeeze=False)
+    sns.barplot(data=frame, y="label", x="relative_p90", hue="hardware_label", ax=axes[0][0], orient="h")
     axes[0][0].axvline(1.0, color="0.4", lw=0.8, ls="--")
-    axes[0][0].set_xlabel(f"p90 latency relative to {baseline}")
+    axes[0][0].set_xlabel(f"p90 latency relative to {frame['baseline_hardware'].iloc[0]}")
     axes[0][0].set_ylabel("")
     if not priced.empty:
-        cost = priced.assign(
-            cost_per_million=[t.prices[h] / 3600 * (ms / 1e3) / b * 1e6 for h, ms, b in zip(ok.loc[priced.index, "hardware"], priced["median_ms"], priced["batch_size"])]
-        )
-        sns.barplot(data=cost, y="label", x="cost_per_million", hue="hardware", ax=axes[0][1], orient="h")
+        sns.barplot(data=priced, y="label", x="cost_per_million", hue="hardware_label", ax=axes[0][1], orient="h")
         axes[0][1].set_xlabel("cost per million inferences (price units)")
         axes[0][1].set_ylabel("")
     fig.tight_layout()
@@ -217,11 +229,15 @@ FIGURES: dict[str, Callable[[Tables], plt.Figure]] = {
 }
 
 
-assert tuple(FIGURES) == FIGURE_NAMES, "compilebench.FIGURE_NAMES must list FIGURES in order"
+assert tuple(FIGURES) == FIGURE_NAMES, "layout.FIGURE_NAMES must list FIGURES in order"
 
 
-def load_tables(runs: str | Path, samples: str | Path, speedups: str | Path, prices=None, baseline=None) -> Tables:
-    return Tables(pd.read_csv(runs), pd.read_csv(samples), pd.read_csv(speedups), prices or {}, baseline)
+def load_tables(runs: str | Path, samples: str | Path, speedups: str | Path, hardware_costs: str | Path) -> Tables:
+    return Tables(pd.read_csv(runs), pd.read_csv(samples), pd.read_csv(speedups), pd.read_csv(hardware_costs))
+
+
+def _save(fig: plt.Figure, handle, *, fmt: str, metadata: dict | None) -> None:
+    fig.savefig(handle, format=fmt, dpi=150, bbox_inches="tight", metadata=metadata)
 
 
 def render(name: str, tables: Tables, outputs: list[str | Path]) -> None:
@@ -233,6 +249,7 @@ def render(name: str, tables: Tables, outputs: list[str | Path]) -> None:
     try:
         for out in outputs:
             fmt = Path(out).suffix.lstrip(".")
-            atomic_write(out, lambda handle: fig.savefig(handle, format=fmt, dpi=150, bbox_inches="tight", metadata={"Date": None} if fmt == "svg" else None))
+            metadata = {"Date": None} if fmt == "svg" else None  # reproducible SVGs: no timestamp
+            atomic_write(out, partial(_save, fig, fmt=fmt, metadata=metadata))
     finally:
         plt.close(fig)

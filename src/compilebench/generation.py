@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from torch import nn
@@ -36,7 +36,12 @@ class GreedyGenerator:
         self.history: list[Generation] = []
         # The cache allocates lazily on its first update; allocate it now, eagerly, so that a
         # compiled step never sees two cache states (which would cost a recompile).
-        model(input_ids=prompt[:, :1], **{self.cache_keyword: self.cache}, cache_position=self.cache_position[:1], use_cache=True)
+        model(
+            input_ids=prompt[:, :1],
+            **{self.cache_keyword: self.cache},
+            cache_position=self.cache_position[:1],
+            use_cache=True,
+        )
 
     def __call__(self) -> Generation:
         self.cache.reset()

@@ -7,7 +7,6 @@ because oneDNN and OpenMP read them when torch loads.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -17,39 +16,23 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .results import atomic_write, identity, now, read_json, write_json
+from .joblog import log_to_stderr
+from .records import Experiment, Result, now, result_header
+from .results import atomic_write, read_json, write_json
 
 log = logging.getLogger(__name__)
 
 
-@contextlib.contextmanager
-def logging_to(path: str | Path):
-    """Send this process's logging and its stdout/stderr (C++ warnings included) to a job's log file."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", buffering=1) as log_file:
-        saved = [os.dup(1), os.dup(2)]
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(log_file.fileno(), 1)
-        os.dup2(log_file.fileno(), 2)
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr, force=True)
-        try:
-            yield
-        except Exception as exc:
-            log.error("%s", exc)
-            raise
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            for fd in saved:
-                os.close(fd)
-
-
 # Snakemake sets these to a job's `threads`; a benchmark wants the hardware entry's
 # own `threads`, or else torch's default (one per physical core).
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "GOTO_NUM_THREADS")
+THREAD_VARS = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "GOTO_NUM_THREADS",
+)
 
 
 def apply_hardware(env_vars: dict, threads: int | None) -> None:
@@ -78,7 +61,7 @@ def environment_job(hardware: str, entry: dict, out: str | Path, *, check: bool 
     return record
 
 
-def reference_job(exp: dict, out: str | Path) -> None:
+def reference_job(exp: Experiment, out: str | Path) -> None:
     """Save the eager float32 output of one model on one hardware."""
     apply_hardware(exp["hardware_env"], exp["threads"])
     import torch
@@ -89,7 +72,9 @@ def reference_job(exp: dict, out: str | Path) -> None:
     atomic_write(out, lambda handle: torch.save(outputs, handle))
 
 
-def benchmark_job(exp: dict, out: str | Path, reference: str | Path | None = None, env_record: str | Path | None = None) -> dict:
+def benchmark_job(
+    exp: Experiment, out: str | Path, reference: str | Path | None = None, env_record: str | Path | None = None
+) -> dict:
     """Measure one experiment within `measure.timeout_s`, compile included; the result is written whatever happens.
 
     The measurement runs in a child process that leads its own process group, so that
@@ -103,8 +88,14 @@ def benchmark_job(exp: dict, out: str | Path, reference: str | Path | None = Non
     Path(out).unlink(missing_ok=True)  # what the parent reads afterwards is this run's, or nothing
     payload = json.dumps({"exp": exp, "out": str(out), "reference": _str(reference), "env_record": _str(env_record)})
     package_root = str(Path(__file__).resolve().parents[1])
-    child_env = {**os.environ, "COMPILEBENCH_PARENT_PID": str(os.getpid()), "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
-    child = subprocess.Popen([sys.executable, "-m", "compilebench.jobs"], stdin=subprocess.PIPE, env=child_env, start_new_session=True)
+    child_env = {
+        **os.environ,
+        "COMPILEBENCH_PARENT_PID": str(os.getpid()),
+        "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-m", "compilebench.jobs"], stdin=subprocess.PIPE, env=child_env, start_new_session=True
+    )
     previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         child.stdin.write(payload.encode())
@@ -140,9 +131,8 @@ def _kill_group(child: subprocess.Popen) -> None:
     child.wait()
 
 
-def _write_stopped(exp: dict, out: str | Path, status: str, started_at: str, message: str) -> dict:
-    result = {**identity(exp), "status": status, "started_at": started_at, "finished_at": now(),
-              "measure": exp["measure"], "error": {"message": message, "traceback": ""}}
+def _write_stopped(exp: Experiment, out: str | Path, status: str, started_at: str, message: str) -> Result:
+    result: Result = {**result_header(exp, status, message, started_at=started_at), "finished_at": now()}
     write_json(out, result)
     return result
 
@@ -154,9 +144,18 @@ def _measure_in_child(exp: dict, out: str, reference: str | None, env_record: st
     from . import env
     from .runner import run
 
-    full_env = read_json(env_record) if env_record else env.record(exp["hardware"], {"device": exp["device"], "env": exp["hardware_env"]})
+    full_env = (
+        read_json(env_record)
+        if env_record
+        else env.record(exp["hardware"], {"device": exp["device"], "env": exp["hardware_env"]})
+    )
     # Where this measurement ran: on a cluster, not necessarily the node of the environment record.
-    environment = {**env.summary(full_env), "record": env_record, "hostname": platform.node(), "slurm": env.slurm_info()}
+    environment = {
+        **env.summary(full_env),
+        "record": env_record,
+        "hostname": platform.node(),
+        "slurm": env.slurm_info(),
+    }
     ref = torch.load(reference, weights_only=True) if reference else None
     write_json(out, run(exp, reference=ref, environment=environment))
 
@@ -173,6 +172,6 @@ def _die_with_parent(parent: int) -> None:
 
 if __name__ == "__main__":
     _die_with_parent(int(os.environ["COMPILEBENCH_PARENT_PID"]))
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
+    log_to_stderr()
     request = json.load(sys.stdin)
     _measure_in_child(request["exp"], request["out"], request["reference"], request["env_record"])

@@ -15,8 +15,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from .config import WEIGHTS_DIR, UserError
-from .modes import DTYPES
+from .errors import UserError
+from .layout import WEIGHTS_DIR
+from .wrappers import DTYPES
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +175,9 @@ def load_image(name: str, path: str, size: int = 224) -> torch.Tensor:
         with Image.open(path) as image:
             rgb = image.convert("RGB")
     except (UnidentifiedImageError, OSError) as exc:
-        raise ModelError(f"Config key `models.{name}.image` names {path!r}, which is not a readable image: {exc}") from None
+        raise ModelError(
+            f"Config key `models.{name}.image` names {path!r}, which is not a readable image: {exc}"
+        ) from None
     resize = round(size * 256 / 224)
     preprocess = transforms.Compose(
         [

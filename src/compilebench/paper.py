@@ -12,12 +12,12 @@ import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from .assets import sha256_of
-from .correctness import COSINE_MIN, FLOAT32_REL_TOL
-from .figures import FIGURES, MODE_ORDER
+from .config import measure_settings
+from .layout import ASSETS_DIR, FIGURE_NAMES
+from .modes import MODE_NAMES
 from .results import atomic_write, read_json
-from .tables import MEASURE_COLUMNS, unbacked_fast_math
-
-REPORT_DIR = Path(__file__).resolve().parents[2] / "report"
+from .tables import unbacked_fast_math
+from .thresholds import COSINE_MIN, FLOAT32_REL_TOL
 
 
 def _interval(low, high) -> str:
@@ -33,17 +33,22 @@ def key_findings(runs: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
     for (hardware, model), frame in ok.groupby(["hardware", "model"], sort=False):
         best = frame.loc[frame["median_ms"].idxmin()]
         if best["mode"] == "eager":
-            others = speedups[(speedups["hardware"] == hardware) & (speedups["model"] == model) & (speedups["status"] == "ok")]
+            others = speedups[
+                (speedups["hardware"] == hardware) & (speedups["model"] == model) & (speedups["status"] == "ok")
+            ]
             if others.empty:
                 findings.append(f"On {hardware}, {model} ran in eager mode only ({best['median_ms']:.2f} ms median).")
                 continue
-            runner_up = others.loc[others["speedup"].idxmax()]
+            closest = others.loc[others["speedup"].idxmax()]
+            interval = _interval(closest["speedup_ci95_low"], closest["speedup_ci95_high"])
             findings.append(
                 f"On {hardware}, no mode beats eager for {model} ({best['median_ms']:.2f} ms median); the closest is "
-                f"{runner_up['mode']} at {runner_up['speedup']:.2f}× ({_interval(runner_up['speedup_ci95_low'], runner_up['speedup_ci95_high'])})."
+                f"{closest['mode']} at {closest['speedup']:.2f}× ({interval})."
             )
             continue
-        row = speedups[(speedups["hardware"] == hardware) & (speedups["model"] == model) & (speedups["mode"] == best["mode"])].iloc[0]
+        row = speedups[
+            (speedups["hardware"] == hardware) & (speedups["model"] == model) & (speedups["mode"] == best["mode"])
+        ].iloc[0]
         findings.append(
             f"On {hardware}, {best['mode']} is the fastest mode for {model}: {row['speedup']:.2f}× eager "
             f"({_interval(row['speedup_ci95_low'], row['speedup_ci95_high'])}), {best['median_ms']:.2f} ms median, "
@@ -54,7 +59,12 @@ def key_findings(runs: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
 
 def _published_lookup(published: dict) -> dict[tuple[str, str, str], float]:
     values = published.get("values", {}) if published else {}
-    return {(metric, model, mode): v for metric, models in values.items() for model, modes in models.items() for mode, v in modes.items()}
+    return {
+        (metric, model, mode): v
+        for metric, models in values.items()
+        for model, modes in models.items()
+        for mode, v in modes.items()
+    }
 
 
 def results_rows(runs: pd.DataFrame, published: dict) -> list[dict]:
@@ -65,7 +75,7 @@ def results_rows(runs: pd.DataFrame, published: dict) -> list[dict]:
         row["published_tokens_per_s"] = lookup.get(("tokens_per_s", row["model"], row["mode"]))
         row["published_compile_s"] = lookup.get(("compile_s", row["model"], row["mode"]))
         rows.append(row)
-    order = {m: i for i, m in enumerate(MODE_ORDER)}
+    order = {m: i for i, m in enumerate(MODE_NAMES)}
     return sorted(rows, key=lambda r: (r["hardware"], r["model"], order.get(r["mode"], 99)))
 
 
@@ -75,8 +85,10 @@ def fast_math_note(record: dict) -> str | None:
     if not mode or record["device"] != "cpu":
         return None
     if unbacked_fast_math(mode, record["cpu"]["bf16_native"], record["device"]):
-        return (f"DNNL_DEFAULT_FPMATH_MODE={mode} was requested, but this CPU has no native bf16 instructions: "
-                "its results are not a measurement of bf16 fast math.")
+        return (
+            f"DNNL_DEFAULT_FPMATH_MODE={mode} was requested, but this CPU has no native bf16 instructions: "
+            "its results are not a measurement of bf16 fast math."
+        )
     return f"DNNL_DEFAULT_FPMATH_MODE={mode} (native bf16: {', '.join(record['cpu']['bf16_flags']) or 'none'})."
 
 
@@ -90,9 +102,18 @@ def where_time_goes(runs: pd.DataFrame, top_ops: pd.DataFrame, per_side: int = 5
         if "eager" not in set(ops["mode"]) or compiled.empty:
             continue
         fastest = compiled.loc[compiled["median_ms"].idxmin(), "mode"]
-        sides = {mode: ops[ops["mode"] == mode].nsmallest(per_side, "rank").to_dict("records") for mode in ("eager", fastest)}
-        sections.append({"hardware": hardware, "model": model, "fastest": fastest, "sides": sides,
-                         "basis": ops["time_basis"].iloc[0]})
+        sides = {
+            mode: ops[ops["mode"] == mode].nsmallest(per_side, "rank").to_dict("records") for mode in ("eager", fastest)
+        }
+        sections.append(
+            {
+                "hardware": hardware,
+                "model": model,
+                "fastest": fastest,
+                "sides": sides,
+                "basis": ops["time_basis"].iloc[0],
+            }
+        )
     return sections
 
 
@@ -100,16 +121,21 @@ def cluster_jobs(runs: pd.DataFrame) -> list[dict]:
     """Per hardware entry: the SLURM partitions, nodes and job ids its benchmark jobs ran under."""
     ran = runs.dropna(subset=["slurm_job_id"]) if "slurm_job_id" in runs else runs.iloc[:0]
     return [
-        {"hardware": hardware,
-         "partitions": sorted(frame["slurm_job_partition"].dropna().astype(str).unique()),
-         "nodes": sorted(frame["slurm_job_nodelist"].dropna().astype(str).unique()),
-         "job_ids": sorted(frame["slurm_job_id"].astype(int).astype(str).unique(), key=int)}
+        {
+            "hardware": hardware,
+            "partitions": sorted(frame["slurm_job_partition"].dropna().astype(str).unique()),
+            "nodes": sorted(frame["slurm_job_nodelist"].dropna().astype(str).unique()),
+            "job_ids": sorted(frame["slurm_job_id"].astype(int).astype(str).unique(), key=int),
+        }
         for hardware, frame in ran.groupby("hardware", sort=False)
     ]
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:
-    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()} for row in frame.to_dict("records")]
+    return [
+        {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+        for row in frame.to_dict("records")
+    ]
 
 
 def _data_uri(path: Path) -> str:
@@ -117,31 +143,38 @@ def _data_uri(path: Path) -> str:
     return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode()}"
 
 
-def _caption(name: str) -> str:
-    return " ".join((REPORT_DIR / "captions" / f"{name}.rst").read_text().split())
+def _caption(path: Path) -> str:
+    return " ".join(Path(path).read_text().split())
 
 
 def asset_checksums(config: dict) -> list[dict]:
     rows = []
     for name, entry in config.get("assets", {}).get("files", {}).items():
-        path = Path("resources") / "assets" / name
+        path = ASSETS_DIR / name
         actual = sha256_of(path) if path.exists() else None
         rows.append({"name": name, "url": entry["url"], "expected": entry["sha256"], "actual": actual})
     return rows
 
 
-def context(tables: dict[str, Path], figures: list[Path], env_records: list[Path], config: dict, command: str) -> dict:
+def context(
+    tables: dict[str, Path],
+    figures: list[Path],
+    captions: list[Path],
+    env_records: list[Path],
+    config: dict,
+    command: str,
+) -> dict:
+    """Everything the template shows, from the tables, figures and records the paper's rule declares."""
     runs = pd.read_csv(tables["runs"])
     speedups = pd.read_csv(tables["speedups"])
     summary = pd.read_csv(tables["summary"])
     limits = pd.read_csv(tables["limits"])
     top_ops = pd.read_csv(tables["top_ops"])
+    hardware_costs = pd.read_csv(tables["hardware_costs"])
     envs = [read_json(p) for p in env_records]
     published = config.get("published") or {}
     by_name = {Path(f).stem: Path(f) for f in figures}
-    measure_columns = [f"measure_{key}" for key in MEASURE_COLUMNS]
-    settings = runs.dropna(subset=["measure_warmup"]).drop_duplicates("model").set_index("model")[measure_columns]
-    measures = {model: {k.removeprefix("measure_"): v for k, v in row.items()} for model, row in settings.iterrows()}
+    caption_of = {Path(c).stem: Path(c) for c in captions}
     not_ok = runs[runs["status"] != "ok"].to_dict("records")
     return {
         "title": config.get("title", "compilebench"),
@@ -155,13 +188,14 @@ def context(tables: dict[str, Path], figures: list[Path], env_records: list[Path
         "limits": _records(limits),
         "cluster": cluster_jobs(runs),
         "time_goes": where_time_goes(runs, top_ops),
-        "measures": measures,
+        "measures": {model: measure_settings(config, model) for model in config["models"]},
+        "costs": _records(hardware_costs.dropna(subset=["cost_per_million"])),
         "dtypes": sorted(runs["dtype"].dropna().unique()),
         "cosine_min": COSINE_MIN,
         "float32_rel_tol": FLOAT32_REL_TOL,
         "figures": [
-            {"number": i + 1, "name": name, "src": _data_uri(by_name[name]), "caption": _caption(name)}
-            for i, name in enumerate(n for n in FIGURES if n in by_name)
+            {"number": i + 1, "name": name, "src": _data_uri(by_name[name]), "caption": _caption(caption_of[name])}
+            for i, name in enumerate(n for n in FIGURE_NAMES if n in by_name)
         ],
         "results": results_rows(runs, published),
         "published": published,
@@ -169,29 +203,37 @@ def context(tables: dict[str, Path], figures: list[Path], env_records: list[Path
         "not_ok": not_ok,
         "config_yaml": yaml.safe_dump(config, sort_keys=False),
         "command": command,
-        "code": sorted({(e["code"]["commit"] or "unknown") + (" (uncommitted changes)" if e["code"]["dirty"] else "") for e in envs}),
+        "code": sorted(
+            {
+                (e["code"]["commit"] or "unknown") + (" (uncommitted changes)" if e["code"]["dirty"] else "")
+                for e in envs
+            }
+        ),
         "packages": envs[0]["packages"] if envs else {},
         "assets": asset_checksums(config),
         "env_json": {e["hardware"]: yaml.safe_dump(e, sort_keys=False) for e in envs},
     }
 
 
-def render_html(ctx: dict, template_dir: Path = REPORT_DIR) -> str:
+def render_html(ctx: dict, template: Path, css: Path) -> str:
+    template = Path(template)
     environment = Environment(
-        loader=FileSystemLoader(template_dir), autoescape=select_autoescape(["html", "j2"]), undefined=StrictUndefined
+        loader=FileSystemLoader(template.parent),
+        autoescape=select_autoescape(["html", "j2"]),
+        undefined=StrictUndefined,
     )
-    environment.filters["num"] = lambda v, digits=2: "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
-    css = (template_dir / "paper.css").read_text()
-    return environment.get_template("paper.html.j2").render(**ctx, css=css)
+    environment.filters["num"] = lambda v, digits=2: (
+        "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
+    )
+    return environment.get_template(template.name).render(**ctx, css=Path(css).read_text())
 
 
-def write_html(ctx: dict, out: str | Path) -> None:
-    html = render_html(ctx).encode()
-    atomic_write(out, lambda handle: handle.write(html))
+def write(ctx: dict, out: str | Path, template: Path, css: Path) -> None:
+    """The paper as self-contained HTML, or as PDF when `out` ends in .pdf."""
+    html = render_html(ctx, template, css)
+    if str(out).endswith(".pdf"):
+        from weasyprint import HTML
 
-
-def write_pdf(ctx: dict, out: str | Path) -> None:
-    from weasyprint import HTML
-
-    html = render_html(ctx)
-    atomic_write(out, lambda handle: HTML(string=html, base_url=str(REPORT_DIR)).write_pdf(handle))
+        atomic_write(out, lambda handle: HTML(string=html, base_url=str(Path(template).parent)).write_pdf(handle))
+    else:
+        atomic_write(out, lambda handle: handle.write(html.encode()))

@@ -12,36 +12,125 @@ import re
 
 KNOWN_DEVICES: list[dict] = [
     # NVIDIA (datasheets; Hopper's bf16/fp16 are tensor-core dense rates)
-    {"match": r"H200 NVL", "name": "NVIDIA H200 NVL", "memory_bandwidth_gbs": 4800, "tflops": {"float32": 60, "bfloat16": 835, "float16": 835}},
-    {"match": r"H200", "name": "NVIDIA H200 SXM", "memory_bandwidth_gbs": 4800, "tflops": {"float32": 67, "bfloat16": 989, "float16": 989}},
-    {"match": r"H100 NVL", "name": "NVIDIA H100 NVL", "memory_bandwidth_gbs": 3900, "tflops": {"float32": 60, "bfloat16": 835, "float16": 835}},
-    {"match": r"H100 PCIe", "name": "NVIDIA H100 PCIe", "memory_bandwidth_gbs": 2000, "tflops": {"float32": 51, "bfloat16": 756, "float16": 756}},
-    {"match": r"H100", "name": "NVIDIA H100 SXM", "memory_bandwidth_gbs": 3350, "tflops": {"float32": 67, "bfloat16": 989, "float16": 989}},
-    {"match": r"A100.*80GB.*PCIe|A100 80GB PCIe", "name": "NVIDIA A100 80GB PCIe", "memory_bandwidth_gbs": 1935, "tflops": {"float32": 19.5, "bfloat16": 312, "float16": 312}},
-    {"match": r"A100.*80GB", "name": "NVIDIA A100 80GB SXM", "memory_bandwidth_gbs": 2039, "tflops": {"float32": 19.5, "bfloat16": 312, "float16": 312}},
-    {"match": r"A100", "name": "NVIDIA A100 40GB", "memory_bandwidth_gbs": 1555, "tflops": {"float32": 19.5, "bfloat16": 312, "float16": 312}},
-    {"match": r"\bL4\b", "name": "NVIDIA L4", "memory_bandwidth_gbs": 300, "tflops": {"float32": 30.3, "bfloat16": 121, "float16": 121}},
+    {
+        "match": r"H200 NVL",
+        "name": "NVIDIA H200 NVL",
+        "memory_bandwidth_gbs": 4800,
+        "tflops": {"float32": 60, "bfloat16": 835, "float16": 835},
+    },
+    {
+        "match": r"H200",
+        "name": "NVIDIA H200 SXM",
+        "memory_bandwidth_gbs": 4800,
+        "tflops": {"float32": 67, "bfloat16": 989, "float16": 989},
+    },
+    {
+        "match": r"H100 NVL",
+        "name": "NVIDIA H100 NVL",
+        "memory_bandwidth_gbs": 3900,
+        "tflops": {"float32": 60, "bfloat16": 835, "float16": 835},
+    },
+    {
+        "match": r"H100 PCIe",
+        "name": "NVIDIA H100 PCIe",
+        "memory_bandwidth_gbs": 2000,
+        "tflops": {"float32": 51, "bfloat16": 756, "float16": 756},
+    },
+    {
+        "match": r"H100",
+        "name": "NVIDIA H100 SXM",
+        "memory_bandwidth_gbs": 3350,
+        "tflops": {"float32": 67, "bfloat16": 989, "float16": 989},
+    },
+    {
+        "match": r"A100.*80GB.*PCIe|A100 80GB PCIe",
+        "name": "NVIDIA A100 80GB PCIe",
+        "memory_bandwidth_gbs": 1935,
+        "tflops": {"float32": 19.5, "bfloat16": 312, "float16": 312},
+    },
+    {
+        "match": r"A100.*80GB",
+        "name": "NVIDIA A100 80GB SXM",
+        "memory_bandwidth_gbs": 2039,
+        "tflops": {"float32": 19.5, "bfloat16": 312, "float16": 312},
+    },
+    {
+        "match": r"A100",
+        "name": "NVIDIA A100 40GB",
+        "memory_bandwidth_gbs": 1555,
+        "tflops": {"float32": 19.5, "bfloat16": 312, "float16": 312},
+    },
+    {
+        "match": r"\bL4\b",
+        "name": "NVIDIA L4",
+        "memory_bandwidth_gbs": 300,
+        "tflops": {"float32": 30.3, "bfloat16": 121, "float16": 121},
+    },
     # AMD Instinct (datasheets; float32 is the matrix rate)
-    {"match": r"MI300X", "name": "AMD Instinct MI300X", "memory_bandwidth_gbs": 5300, "tflops": {"float32": 163.4, "bfloat16": 1307.4, "float16": 1307.4}},
-    {"match": r"MI250X", "name": "AMD Instinct MI250X", "memory_bandwidth_gbs": 3276.8, "tflops": {"float32": 95.7, "bfloat16": 383, "float16": 383}},
-    {"match": r"MI250", "name": "AMD Instinct MI250", "memory_bandwidth_gbs": 3276.8, "tflops": {"float32": 90.5, "bfloat16": 362.1, "float16": 362.1}},
-    {"match": r"MI210", "name": "AMD Instinct MI210", "memory_bandwidth_gbs": 1638.4, "tflops": {"float32": 45.3, "bfloat16": 181, "float16": 181}},
+    {
+        "match": r"MI300X",
+        "name": "AMD Instinct MI300X",
+        "memory_bandwidth_gbs": 5300,
+        "tflops": {"float32": 163.4, "bfloat16": 1307.4, "float16": 1307.4},
+    },
+    {
+        "match": r"MI250X",
+        "name": "AMD Instinct MI250X",
+        "memory_bandwidth_gbs": 3276.8,
+        "tflops": {"float32": 95.7, "bfloat16": 383, "float16": 383},
+    },
+    {
+        "match": r"MI250",
+        "name": "AMD Instinct MI250",
+        "memory_bandwidth_gbs": 3276.8,
+        "tflops": {"float32": 90.5, "bfloat16": 362.1, "float16": 362.1},
+    },
+    {
+        "match": r"MI210",
+        "name": "AMD Instinct MI210",
+        "memory_bandwidth_gbs": 1638.4,
+        "tflops": {"float32": 45.3, "bfloat16": 181, "float16": 181},
+    },
     # AWS Graviton (Arm Neoverse cores): socket DRAM bandwidth; float32 per core from FMA width x clock
-    {"match": r"Neoverse-V2", "name": "AWS Graviton4 (Neoverse V2)", "memory_bandwidth_gbs": 537.6, "per_core_tflops": {"float32": 0.0896}},
-    {"match": r"Neoverse-V1", "name": "AWS Graviton3 (Neoverse V1)", "memory_bandwidth_gbs": 307.2, "per_core_tflops": {"float32": 0.0832}},
-    {"match": r"Neoverse-N1", "name": "AWS Graviton2 (Neoverse N1)", "memory_bandwidth_gbs": 204.8, "per_core_tflops": {"float32": 0.040}},
+    {
+        "match": r"Neoverse-V2",
+        "name": "AWS Graviton4 (Neoverse V2)",
+        "memory_bandwidth_gbs": 537.6,
+        "per_core_tflops": {"float32": 0.0896},
+    },
+    {
+        "match": r"Neoverse-V1",
+        "name": "AWS Graviton3 (Neoverse V1)",
+        "memory_bandwidth_gbs": 307.2,
+        "per_core_tflops": {"float32": 0.0832},
+    },
+    {
+        "match": r"Neoverse-N1",
+        "name": "AWS Graviton2 (Neoverse N1)",
+        "memory_bandwidth_gbs": 204.8,
+        "per_core_tflops": {"float32": 0.040},
+    },
 ]
 
 
 def lookup(device_name: str | None, override: dict | None = None, threads: int | None = None) -> dict | None:
     """The peaks for a device: the config's `peak` where given, else the table's, else None (raw figures only)."""
     if override:
-        return {"name": override.get("name", f"{device_name} (from config)"), "source": "config",
-                "memory_bandwidth_gbs": override.get("memory_bandwidth_gbs"), "tflops": dict(override.get("tflops", {}))}
+        return {
+            "name": override.get("name", f"{device_name} (from config)"),
+            "source": "config",
+            "memory_bandwidth_gbs": override.get("memory_bandwidth_gbs"),
+            "tflops": dict(override.get("tflops", {})),
+        }
     for entry in KNOWN_DEVICES:
         if device_name and re.search(entry["match"], device_name):
             tflops = dict(entry.get("tflops", {}))
             if "per_core_tflops" in entry and threads:
                 tflops = {dtype: rate * threads for dtype, rate in entry["per_core_tflops"].items()}
-            return {"name": entry["name"], "source": "datasheet", "memory_bandwidth_gbs": entry["memory_bandwidth_gbs"], "tflops": tflops}
+            return {
+                "name": entry["name"],
+                "source": "datasheet",
+                "memory_bandwidth_gbs": entry["memory_bandwidth_gbs"],
+                "tflops": tflops,
+            }
     return None

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -48,14 +49,19 @@ def profile(call: Callable[[], Any], clock: Clock, iterations: int, trace_path: 
         "time_basis": "device" if clock.cuda else "cpu",
         "self_us_per_call": total_us / iterations,
         "top_ops": [
-            {"op": e.key, "self_us_per_call": t / iterations, "calls_per_call": e.count / iterations, "share": t / total_us}
+            {
+                "op": e.key,
+                "self_us_per_call": t / iterations,
+                "calls_per_call": e.count / iterations,
+                "share": t / total_us,
+            }
             for e, t in ranked
         ],
     }
 
 
 def flops_per_call(module: torch.nn.Module, inputs: tuple) -> int:
-    """Floating-point operations of one eager forward pass, as torch's FLOP counter counts them (matmuls, convolutions)."""
+    """Floating-point operations of one eager forward pass, as torch's FLOP counter counts them."""
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as counter:

@@ -1,4 +1,4 @@
-"""Result records on disk: versioned JSON, written atomically."""
+"""Records on disk: versioned JSON, written atomically, read back with their shape checked."""
 
 from __future__ import annotations
 
@@ -6,31 +6,11 @@ import json
 import math
 import os
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
-STATUSES = ("ok", "failed", "timeout", "unsupported")
-
-
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def identity(exp: dict) -> dict:
-    """The fields that name a result: which model, mode and hardware, in which dtype and batch."""
-    spec = exp["spec"]
-    return {
-        "schema": SCHEMA_VERSION,
-        "model": exp["model"],
-        "mode": exp["mode"],
-        "hardware": exp["hardware"],
-        "device": exp["device"],
-        "task": spec["task"],
-        "dtype": spec["dtype"],
-        "batch_size": spec["batch_size"],
-    }
+from .errors import UserError
+from .records import REQUIRED_KEYS, Result
 
 
 def _plain(value: Any) -> Any:
@@ -71,3 +51,21 @@ def write_json(path: str | Path, record: dict) -> None:
 
 def read_json(path: str | Path) -> dict:
     return json.loads(Path(path).read_text())
+
+
+def read_result(path: str | Path) -> Result:
+    """A result file, refused with the file named when it does not parse or lacks what every result has."""
+    try:
+        record = read_json(path)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(
+            f"Result file {path} cannot be read ({type(exc).__name__}: {exc}): "
+            "delete it and run again to redo that experiment."
+        ) from None
+    missing = sorted(REQUIRED_KEYS - set(record)) if isinstance(record, dict) else ["(not a JSON object)"]
+    if missing:
+        raise UserError(
+            f"Result file {path} lacks {', '.join(missing)}, which every result has: "
+            "delete it and run again to redo that experiment."
+        )
+    return record

@@ -6,17 +6,18 @@ import logging
 import os
 import tempfile
 import traceback
+from collections.abc import Callable
 from contextlib import ExitStack
-from typing import Any, Callable
 
 import torch
 
-from . import correctness, modes, profiling, stats, timing
-from .compiler import CompilerHealth
+from . import correctness, profiling, stats, timing, wrappers
+from .dynamo_counters import CompilerHealth
+from .errors import Unsupported
 from .generation import Generation, GreedyGenerator, summarize_tokens
 from .memory import PeakMemory
 from .models import Bundle, build, parameter_bytes
-from .results import identity, now
+from .records import Experiment, Result, now, result_header
 
 log = logging.getLogger(__name__)
 
@@ -28,24 +29,27 @@ def reference_outputs(exp: dict) -> dict[str, torch.Tensor]:
         if bundle.causal_lm is None:
             return {"output": bundle.module(*bundle.inputs).float().cpu()}
         clock = timing.Clock(exp["device"])
-        generation = GreedyGenerator(bundle.causal_lm, bundle.causal_lm, bundle.inputs[0], exp["spec"]["new_tokens"], clock)()
+        generation = GreedyGenerator(
+            bundle.causal_lm, bundle.causal_lm, bundle.inputs[0], exp["spec"]["new_tokens"], clock
+        )()
         return {"output": generation.prefill_logits.float().cpu(), "tokens": generation.tokens.cpu()}
 
 
-def run(exp: dict, *, reference: dict[str, torch.Tensor] | None = None, environment: dict | None = None) -> dict:
+def run(
+    exp: Experiment, *, reference: dict[str, torch.Tensor] | None = None, environment: dict | None = None
+) -> Result:
     """Measure one experiment. Never raises: failures become the record's status."""
-    result: dict[str, Any] = {**identity(exp), "status": "ok", "error": None, "started_at": now()}
-    result["measure"] = exp["measure"]
-    result["environment"] = environment or {}
+    result: Result = {**result_header(exp), "environment": environment or {}}
     try:
         with ExitStack() as stack:
             if exp["measure"]["private_cache"]:
                 stack.enter_context(private_compile_cache())
             result.update(_measure(exp, reference))
-    except modes.Unsupported as exc:
-        result.update(status="unsupported", error={"message": str(exc), "traceback": ""})
+    except Unsupported as exc:
+        result.update(result_header(exp, "unsupported", str(exc), started_at=result["started_at"]))
     except Exception as exc:  # any failure is data, reported with its reason
-        result.update(status="failed", error={"message": f"{type(exc).__name__}: {exc}", "traceback": _tail(exc)})
+        message = f"{type(exc).__name__}: {exc}"
+        result.update(result_header(exp, "failed", message, traceback=_tail(exc), started_at=result["started_at"]))
     finally:
         result["finished_at"] = now()
     log.info("%s/%s/%s: %s", exp["hardware"], exp["model"], exp["mode"], result["status"])
@@ -86,7 +90,7 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None) -> dict:
     clock = timing.Clock(device)
     health = CompilerHealth()
     health.start()
-    with torch.no_grad(), modes.precision(device, spec["dtype"]):
+    with torch.no_grad(), wrappers.precision(device, spec["dtype"]):
         call, eager_call, generator = callables(bundle, exp, clock)
         log.info("first call (compiles for compile modes)")
         compile_ms, _ = clock.time(call)
@@ -98,8 +102,10 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None) -> dict:
             latency_ms = timing.timed_loop(call, clock, **loop)
         else:
             timing.warm_up(eager_call, clock, settings["warmup"] + 1)
-            eager_ms, latency_ms = timing.interleaved(eager_call, call, clock, block=settings["interleave_block"], **loop)
-        timed_generations = generator.history[-len(latency_ms):] if generator else None
+            eager_ms, latency_ms = timing.interleaved(
+                eager_call, call, clock, block=settings["interleave_block"], **loop
+            )
+        timed_generations = generator.history[-len(latency_ms) :] if generator else None
         # A copy: a CUDA-graph replay (profiling below) may overwrite the buffer of a previous output.
         output = call().clone() if generator is None else generator.history[-1]
         peak_memory = memory.report()
@@ -128,7 +134,9 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None) -> dict:
     record["throughput"] = {"samples_per_s": spec["batch_size"] / median_s}
     if eager_ms:
         record["eager_latency_ms"] = eager_ms
-        record["speedup"] = stats.speedup(eager_ms, latency_ms, resamples=settings["bootstrap_resamples"], seed=exp["seed"])
+        record["speedup"] = stats.speedup(
+            eager_ms, latency_ms, resamples=settings["bootstrap_resamples"], seed=exp["seed"]
+        )
     if timed_generations:
         record["generation"] = summarize_tokens(timed_generations, spec["batch_size"])
         record["throughput"]["tokens_per_s"] = record["generation"]["tokens_per_s"]
@@ -153,13 +161,13 @@ def callables(bundle: Bundle, exp: dict, clock: timing.Clock) -> tuple[Callable,
     spec, settings, device = exp["spec"], exp["measure"], exp["device"]
     options = {"fullgraph": settings["fullgraph"], "jit": spec["jit"], "device": device, "dtype": spec["dtype"]}
     if bundle.causal_lm is None:
-        fn = modes.wrap(bundle.module, exp["mode"], bundle.inputs, **options)
+        fn = wrappers.wrap(bundle.module, exp["mode"], bundle.inputs, **options)
         inputs = bundle.inputs
         return (lambda: fn(*inputs)), (lambda: bundle.module(*inputs)), None
     if exp["mode"] == "jit":
-        raise modes.Unsupported("TorchScript cannot capture generation with a KV cache; use eager or a compile mode")
+        raise Unsupported("TorchScript cannot capture generation with a KV cache; use eager or a compile mode")
     log.info("generating %d new tokens per iteration", spec["new_tokens"])
-    step = modes.wrap(bundle.causal_lm, exp["mode"], bundle.inputs, **options)
+    step = wrappers.wrap(bundle.causal_lm, exp["mode"], bundle.inputs, **options)
     prompt = bundle.inputs[0]
     generator = GreedyGenerator(bundle.causal_lm, step, prompt, spec["new_tokens"], clock)
     eager = GreedyGenerator(bundle.causal_lm, bundle.causal_lm, prompt, spec["new_tokens"], clock)

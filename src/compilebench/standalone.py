@@ -11,8 +11,7 @@ from pathlib import Path
 
 from . import figures, paper, tables
 from .config import hardware_prices, peak_overrides
-
-TABLE_NAMES = ("runs", "latency_samples", "speedups", "summary", "limits", "top_ops")
+from .layout import PAPER_TABLES, TABLE_NAMES
 
 
 def write_tables(result_paths: list[Path], config: dict, out_dir: Path) -> dict[str, Path]:
@@ -26,28 +25,44 @@ def write_tables(result_paths: list[Path], config: dict, out_dir: Path) -> dict[
         "summary": tables.geometric_mean_summary(sp),
         "limits": tables.limits(runs, peak_overrides(config)),
         "top_ops": tables.top_ops(result_paths),
+        "hardware_costs": tables.hardware_costs(
+            runs, hardware_prices(config), config["report"].get("baseline_hardware")
+        ),
     }
+    assert tuple(frames) == TABLE_NAMES
     paths = {name: out_dir / f"{name}.csv" for name in frames}
     for name, frame in frames.items():
         tables.write_csv(frame, paths[name])
     return paths
 
 
-def write_paper(table_paths: dict[str, Path], env_paths: list[Path], config: dict, out_dir: Path, command: str, *, pdf: bool = True) -> dict[str, float]:
+def write_paper(
+    table_paths: dict[str, Path],
+    env_paths: list[Path],
+    config: dict,
+    out_dir: Path,
+    command: str,
+    report_dir: Path,
+    *,
+    pdf: bool = True,
+) -> dict[str, float]:
     """Figures (SVG and PNG), paper.html and, where asked, paper.pdf; returns seconds per stage."""
     seconds, begin = {}, time.perf_counter()
-    drawn = figures.load_tables(table_paths["runs"], table_paths["latency_samples"], table_paths["speedups"], hardware_prices(config),
-                                config.get("report", {}).get("baseline_hardware"))
+    drawn = figures.load_tables(
+        table_paths["runs"], table_paths["latency_samples"], table_paths["speedups"], table_paths["hardware_costs"]
+    )
     figure_dir = out_dir / "figures"
     for name in figures.FIGURES:
         figures.render(name, drawn, [figure_dir / f"{name}.svg", figure_dir / f"{name}.png"])
     seconds["figures"] = time.perf_counter() - begin
-    paper_tables = {name: table_paths[name] for name in ("runs", "speedups", "summary", "limits", "top_ops")}
-    begin = time.perf_counter()
-    paper.write_html(paper.context(paper_tables, sorted(figure_dir.glob("*.svg")), env_paths, config, command), out_dir / "paper.html")
-    seconds["html"] = time.perf_counter() - begin
-    if pdf:
+    paper_tables = {name: table_paths[name] for name in PAPER_TABLES}
+    captions = sorted((report_dir / "captions").glob("*.rst"))
+    template, css = report_dir / "paper.html.j2", report_dir / "paper.css"
+    for fmt, images in (("html", "svg"), ("pdf", "png")):
+        if fmt == "pdf" and not pdf:
+            continue
         begin = time.perf_counter()
-        paper.write_pdf(paper.context(paper_tables, sorted(figure_dir.glob("*.png")), env_paths, config, command), out_dir / "paper.pdf")
-        seconds["pdf"] = time.perf_counter() - begin
+        ctx = paper.context(paper_tables, sorted(figure_dir.glob(f"*.{images}")), captions, env_paths, config, command)
+        paper.write(ctx, out_dir / f"paper.{fmt}", template, css)
+        seconds[fmt] = time.perf_counter() - begin
     return seconds

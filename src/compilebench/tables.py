@@ -8,10 +8,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .results import read_json
+from .errors import UserError
+from .results import read_result
 
 IDENTITY = ["hardware", "model", "mode", "task", "device", "dtype", "batch_size"]
-MEASURE_COLUMNS = ["warmup", "iterations", "min_time_s", "interleave_block", "fullgraph", "private_cache", "timeout_s", "profile"]
+MEASURE_COLUMNS = [
+    "warmup",
+    "iterations",
+    "min_time_s",
+    "interleave_block",
+    "fullgraph",
+    "private_cache",
+    "timeout_s",
+    "profile",
+]
 
 
 def _run_row(result: dict, path: str) -> dict:
@@ -32,11 +42,17 @@ def _run_row(result: dict, path: str) -> dict:
         "bf16_native": environment.get("bf16_native"),
         "fpmath_mode": environment.get("fpmath_mode"),
         "host": environment.get("hostname"),
-        **{f"slurm_{key}": (environment.get("slurm") or {}).get(key) for key in ("job_id", "job_partition", "job_nodelist")},
+        **{
+            f"slurm_{key}": (environment.get("slurm") or {}).get(key)
+            for key in ("job_id", "job_partition", "job_nodelist")
+        },
         "status": result["status"],
         "error": error.get("message"),
         "n": stats.get("n"),
-        **{key: stats.get(key) for key in ("median_ms", "mean_ms", "p90_ms", "p99_ms", "std_ms", "cv", "min_ms", "max_ms")},
+        **{
+            key: stats.get(key)
+            for key in ("median_ms", "mean_ms", "p90_ms", "p99_ms", "std_ms", "cv", "min_ms", "max_ms")
+        },
         "ci95_low_ms": ci[0],
         "ci95_high_ms": ci[1],
         "compile_s": result.get("compile_s"),
@@ -68,7 +84,7 @@ def _run_row(result: dict, path: str) -> dict:
 
 def runs_table(paths: list[str | Path]) -> pd.DataFrame:
     """One row per job, from exactly the result files given (the current config's)."""
-    rows = [_run_row(read_json(path), str(path)) for path in paths]
+    rows = [_run_row(read_result(path), str(path)) for path in paths]
     return pd.DataFrame(rows, columns=list(_run_row({"status": "ok"}, "").keys()))
 
 
@@ -76,7 +92,7 @@ def latency_samples(paths: list[str | Path]) -> pd.DataFrame:
     """One row per timed iteration of every job that produced samples."""
     frames = []
     for path in paths:
-        result = read_json(path)
+        result = read_result(path)
         samples = result.get("latency_ms") or []
         if samples:
             frame = pd.DataFrame({"iteration": range(len(samples)), "latency_ms": samples})
@@ -91,18 +107,37 @@ def top_ops(paths: list[str | Path], per_run: int = 10) -> pd.DataFrame:
     """The profiled runs' top operators by self time, one row per operator."""
     rows = []
     for path in paths:
-        result = read_json(path)
+        result = read_result(path)
         profile = result.get("profile") if result["status"] == "ok" else None
         for rank, op in enumerate((profile or {}).get("top_ops", [])[:per_run], start=1):
-            rows.append({**{k: result.get(k) for k in ("hardware", "model", "mode")}, "rank": rank,
-                         "op": _plain_op_name(op["op"]), "self_us_per_call": op["self_us_per_call"],
-                         "calls_per_call": op["calls_per_call"], "share": op["share"],
-                         "time_basis": profile["time_basis"], "trace": profile["trace"]})
-    columns = ["hardware", "model", "mode", "rank", "op", "self_us_per_call", "calls_per_call", "share", "time_basis", "trace"]
+            rows.append(
+                {
+                    **{k: result.get(k) for k in ("hardware", "model", "mode")},
+                    "rank": rank,
+                    "op": plain_op_name(op["op"]),
+                    "self_us_per_call": op["self_us_per_call"],
+                    "calls_per_call": op["calls_per_call"],
+                    "share": op["share"],
+                    "time_basis": profile["time_basis"],
+                    "trace": profile["trace"],
+                }
+            )
+    columns = [
+        "hardware",
+        "model",
+        "mode",
+        "rank",
+        "op",
+        "self_us_per_call",
+        "calls_per_call",
+        "share",
+        "time_basis",
+        "trace",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
-def _plain_op_name(name: str, limit: int = 90) -> str:
+def plain_op_name(name: str, limit: int = 90) -> str:
     """A readable operator name: no graph hash, no kernel template arguments, no parameter list."""
     name = re.sub(r"CompiledFxGraph \w+", "CompiledFxGraph", name)
     name = re.sub(r"^void ", "", name)
@@ -129,14 +164,33 @@ def limits(runs: pd.DataFrame, peak_overrides: dict[str, dict | None]) -> pd.Dat
             achieved, limit = run["parameter_bytes"] * steps_per_s / 1e9, (peak or {}).get("memory_bandwidth_gbs")
             row.update(metric="memory bandwidth", unit="GB/s")
         else:
-            achieved = run["flops_per_call"] / (run["median_ms"] / 1e3) / 1e12 if run.get("flops_per_call") else float("nan")
+            achieved = (
+                run["flops_per_call"] / (run["median_ms"] / 1e3) / 1e12 if run.get("flops_per_call") else float("nan")
+            )
             limit = (peak or {}).get("tflops", {}).get(run.get("compute_dtype") or "float32")
             row.update(metric="compute", unit="TFLOP/s")
-        row.update(achieved=achieved, peak=limit, fraction_of_peak=achieved / limit if limit else None,
-                   peak_device=(peak or {}).get("name"), peak_source=(peak or {}).get("source"))
+        row.update(
+            achieved=achieved,
+            peak=limit,
+            fraction_of_peak=achieved / limit if limit else None,
+            peak_device=(peak or {}).get("name"),
+            peak_source=(peak or {}).get("source"),
+        )
         rows.append(row)
-    columns = ["hardware", "model", "mode", "device_name", "compute_dtype", "metric", "unit", "achieved", "peak",
-               "fraction_of_peak", "peak_device", "peak_source"]
+    columns = [
+        "hardware",
+        "model",
+        "mode",
+        "device_name",
+        "compute_dtype",
+        "metric",
+        "unit",
+        "achieved",
+        "peak",
+        "fraction_of_peak",
+        "peak_device",
+        "peak_source",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -157,8 +211,20 @@ def speedups(runs: pd.DataFrame) -> pd.DataFrame:
     modes["eager_job_median_ms"] = [eager.get(key) for key in keys]
     modes["cross_job_speedup"] = modes["eager_job_median_ms"] / modes["median_ms"]
     columns = [
-        "hardware", "model", "mode", "dtype", "batch_size", "status", "speedup", "speedup_ci95_low",
-        "speedup_ci95_high", "cross_job_speedup", "median_ms", "eager_job_median_ms", "compile_s", "correct",
+        "hardware",
+        "model",
+        "mode",
+        "dtype",
+        "batch_size",
+        "status",
+        "speedup",
+        "speedup_ci95_low",
+        "speedup_ci95_high",
+        "cross_job_speedup",
+        "median_ms",
+        "eager_job_median_ms",
+        "compile_s",
+        "correct",
     ]
     return modes[columns].reset_index(drop=True)
 
@@ -178,6 +244,30 @@ def geometric_mean_summary(speedups_table: pd.DataFrame) -> pd.DataFrame:
     return summary.merge(totals.reset_index(), on=["hardware", "mode"], how="right").fillna({"models": 0})
 
 
+def hardware_costs(runs: pd.DataFrame, prices: dict[str, float], baseline: str | None) -> pd.DataFrame:
+    """Per run: p90 latency relative to the baseline hardware's same model and mode, and where the hardware
+    has a price, the cost of a million inferences (price per hour over inferences per hour at the median)."""
+    ok = runs[runs["status"] == "ok"]
+    hardware = list(dict.fromkeys(ok["hardware"]))
+    baseline = baseline if baseline in hardware else (hardware[0] if hardware else None)
+    base = ok[ok["hardware"] == baseline].set_index(["model", "mode"])["p90_ms"]
+    frame = ok[["hardware", "model", "mode", "batch_size", "median_ms", "p90_ms"]].copy()
+    frame["hardware_label"] = _hardware_labels(ok)
+    frame["baseline_hardware"] = baseline
+    frame["relative_p90"] = [row.p90_ms / base.get((row.model, row.mode), np.nan) for row in frame.itertuples()]
+    frame["price_per_hour"] = frame["hardware"].map(prices)
+    frame["cost_per_million"] = frame["price_per_hour"] / 3600 * (frame["median_ms"] / 1e3) / frame["batch_size"] * 1e6
+    return frame.reset_index(drop=True)
+
+
+def _hardware_labels(runs: pd.DataFrame) -> pd.Series:
+    """A hardware entry that asked for bf16 fast math on a CPU without native bf16 says so in its label."""
+    unbacked = [unbacked_fast_math(*row) for row in zip(runs["fpmath_mode"], runs["bf16_native"], runs["device"])]
+    return runs["hardware"].where(
+        ~pd.Series(unbacked, index=runs.index, dtype=bool), runs["hardware"] + " (bf16 requested, not native)"
+    )
+
+
 def status_line(table: pd.DataFrame) -> str:
     counts = table["status"].value_counts()
     return ", ".join(f"{int(counts.get(s, 0))} {s}" for s in ("ok", "failed", "timeout", "unsupported"))
@@ -185,8 +275,6 @@ def status_line(table: pd.DataFrame) -> str:
 
 def outcome(runs_csv: str | Path, strict: bool) -> str:
     """The run's one-line summary; under `strict`, an error naming every experiment that is not ok."""
-    from .config import UserError
-
     table = pd.read_csv(runs_csv)
     line = f"compilebench: {status_line(table)}"
     bad = table[table["status"] != "ok"]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -56,7 +57,9 @@ class Progress:
             log.info("timing %d of %d%s", done, self.iterations, self.what)
 
 
-def timed_loop(fn: Callable[[], Any], clock: Clock, *, iterations: int, min_time_s: float, max_iterations: int) -> list[float]:
+def timed_loop(
+    fn: Callable[[], Any], clock: Clock, *, iterations: int, min_time_s: float, max_iterations: int
+) -> list[float]:
     samples: list[float] = []
     progress = Progress(iterations, min_time_s)
     while not enough(samples, iterations, min_time_s, max_iterations):

@@ -1,0 +1,14 @@
+"""p90 latency relative to the baseline hardware, and cost per million inferences: results/tables/hardware_costs.csv."""
+
+import sys
+
+sys.path.insert(0, f"{snakemake.scriptdir}/../src")
+
+import pandas as pd
+
+from compilebench.joblog import logging_to
+from compilebench.tables import hardware_costs, write_csv
+
+with logging_to(snakemake.log[0]):
+    costs = hardware_costs(pd.read_csv(snakemake.input.runs), snakemake.params.prices, snakemake.params.baseline)
+    write_csv(costs, snakemake.output[0])

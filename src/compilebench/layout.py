@@ -1,0 +1,38 @@
+"""Where everything lives: the output layout of a run, relative to the working directory.
+
+Templates carry Snakemake's wildcards in braces; `.format(...)` fills them in code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+RESOURCES = Path("resources")
+ASSETS_DIR = RESOURCES / "assets"
+WEIGHTS_DIR = RESOURCES / "weights"
+RESULTS = Path("results")
+TRACES_DIR = RESULTS / "traces"
+TABLES_DIR = RESULTS / "tables"
+REPORT_OUT = RESULTS / "report"
+FIGURES_DIR = REPORT_OUT / "figures"
+
+ASSET = str(ASSETS_DIR / "{asset}")
+WEIGHTS = str(WEIGHTS_DIR / "{model}")
+ENV_RECORD = str(RESULTS / "env" / "{hardware}.json")
+REFERENCE = str(RESULTS / "reference" / "{hardware}" / "{model}.pt")
+RUN = str(RESULTS / "runs" / "{hardware}" / "{model}" / "{mode}.json")
+TRACE = str(TRACES_DIR / "{hardware}" / "{model}" / "{mode}.json")
+TABLE = str(TABLES_DIR / "{table}.csv")
+FIGURE = str(FIGURES_DIR / "{figure}.{ext}")
+PAPER = str(REPORT_OUT / "paper.{ext}")
+
+# Every tidy table a run writes, and the ones the paper reads.
+TABLE_NAMES = ("runs", "latency_samples", "speedups", "summary", "limits", "top_ops", "hardware_costs")
+PAPER_TABLES = ("runs", "speedups", "summary", "limits", "top_ops", "hardware_costs")
+
+# The paper's figures, in order; figures.FIGURES draws them.
+FIGURE_NAMES = ("latency", "generation", "speedup_heatmap", "compile_cost", "distributions", "hardware", "memory")
+
+
+def table(name: str) -> str:
+    return TABLE.format(table=name)

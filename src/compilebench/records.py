@@ -1,0 +1,98 @@
+"""The two records compilebench passes around, each defined once.
+
+An `Experiment` is everything one benchmark job depends on (`config.experiment`
+derives it); a `Result` is what that job writes. Both are plain JSON-ready dicts,
+typed here so that the engine, the tables and the tests agree on their shape.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, TypedDict
+
+SCHEMA_VERSION = 1
+STATUSES = ("ok", "failed", "timeout", "unsupported")
+
+
+class Experiment(TypedDict):
+    model: str
+    mode: str
+    hardware: str
+    seed: int
+    spec: dict[str, Any]  # the model entry, asset names resolved to paths
+    measure: dict[str, Any]  # measurement settings, defaults filled in
+    device: str
+    hardware_env: dict[str, str]
+    threads: int | None
+
+
+class ErrorInfo(TypedDict):
+    message: str
+    traceback: str
+
+
+class ResultHeader(TypedDict):
+    """What every result carries, whatever happened to the job."""
+
+    schema: int
+    model: str
+    mode: str
+    hardware: str
+    device: str
+    task: str
+    dtype: str
+    batch_size: int
+    status: str  # one of STATUSES
+    error: ErrorInfo | None
+    started_at: str
+    measure: dict[str, Any]
+
+
+class Result(ResultHeader, total=False):
+    """A header, and what a measurement adds to it (absent when it did not get that far)."""
+
+    finished_at: str
+    environment: dict[str, Any]  # env.summary of the environment record, and where the job ran
+    compile_s: float  # the first call, cold cache
+    warmup_ms: list[float]
+    latency_ms: list[float]  # one per timed iteration
+    eager_latency_ms: list[float]  # eager, interleaved with the mode
+    stats: dict[str, Any]  # stats.summarize
+    speedup: dict[str, Any]  # stats.speedup: value, ci95
+    throughput: dict[str, float]
+    memory: dict[str, Any]
+    correctness: dict[str, Any]
+    compiler: dict[str, Any]  # TorchDynamo counters
+    workload: dict[str, Any]
+    generation: dict[str, Any]
+    profile: dict[str, Any]
+
+
+REQUIRED_KEYS = frozenset(ResultHeader.__required_keys__)
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def result_header(
+    exp: Experiment, status: str = "ok", error: str | None = None, *, traceback: str = "", started_at: str | None = None
+) -> ResultHeader:
+    """The header of `exp`'s result: which model, mode and hardware, in which dtype and batch, and how it went."""
+    if status not in STATUSES:
+        raise ValueError(f"status {status!r} is not one of {STATUSES}")
+    spec = exp["spec"]
+    return {
+        "schema": SCHEMA_VERSION,
+        "model": exp["model"],
+        "mode": exp["mode"],
+        "hardware": exp["hardware"],
+        "device": exp["device"],
+        "task": spec["task"],
+        "dtype": spec["dtype"],
+        "batch_size": spec["batch_size"],
+        "status": status,
+        "error": None if error is None else {"message": error, "traceback": traceback},
+        "started_at": started_at or now(),
+        "measure": exp["measure"],
+    }

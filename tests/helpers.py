@@ -1,0 +1,178 @@
+"""Helpers the tests share: tiny models and configs, and real Snakemake runs in a copy of the project."""
+
+from __future__ import annotations
+
+import copy
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+ASSETS_MIRROR = ROOT.parent / "shared" / "assets"
+
+TINY_MODELS = {
+    "resnet": {"source": "torchvision", "arch": "resnet18", "image_size": 32, "config": {"num_classes": 10}},
+    "vit": {
+        "source": "transformers",
+        "arch": "vit",
+        "config": {
+            "hidden_size": 32,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "intermediate_size": 64,
+            "image_size": 32,
+            "patch_size": 8,
+            "num_labels": 10,
+        },
+    },
+    "llama": {
+        "source": "transformers",
+        "arch": "llama",
+        "task": "text-generation",
+        "config": {
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "vocab_size": 256,
+            "max_position_embeddings": 64,
+        },
+        "seq_len": 8,
+        "new_tokens": 4,
+    },
+    "distilbert": {
+        "source": "transformers",
+        "arch": "distilbert",
+        "task": "text-classification",
+        "config": {
+            "dim": 32,
+            "hidden_dim": 64,
+            "n_layers": 2,
+            "n_heads": 2,
+            "vocab_size": 128,
+            "max_position_embeddings": 64,
+        },
+        "seq_len": 16,
+    },
+}
+
+FAST_MEASURE = {
+    "warmup": 1,
+    "iterations": 4,
+    "min_time_s": 0,
+    "interleave_block": 2,
+    "bootstrap_resamples": 200,
+    "private_cache": False,
+}
+
+
+def tiny_config(models: dict | None = None, **overrides) -> dict:
+    """A raw (unvalidated) config with tiny models and quick measurement settings."""
+    config = {
+        "modes": ["eager", "jit", "compile-default", "compile-reduce-overhead", "compile-max-autotune"],
+        "measure": dict(FAST_MEASURE),
+        "models": copy.deepcopy(models if models is not None else TINY_MODELS),
+        "hardware": {"cpu": {"device": "cpu"}},
+    }
+    config.update(overrides)
+    return config
+
+
+def word_tokenizer(vocab_size: int):
+    """A word-level tokenizer for tiny saved models: a few real words, then filler up to `vocab_size`."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "dog", "is", "a", "samoyed"]
+    vocab = {w: i for i, w in enumerate(words + [f"w{i}" for i in range(vocab_size - len(words))])}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", pad_token="[PAD]", mask_token="[MASK]")
+
+
+DRY_RUNS: list[str] = []
+PROJECT_PARTS = ["Snakefile", "rules", "scripts", "src", "config", "envs", "report"]
+
+
+def tiny_workflow_config(mirror: Path) -> dict:
+    with open(ROOT / "config" / "config.yaml") as handle:
+        assets = yaml.safe_load(handle)["assets"]
+    assets["mirror"] = str(mirror)
+    return {
+        "modes": ["eager", "compile-default"],
+        "measure": {"warmup": 1, "iterations": 3, "min_time_s": 0, "interleave_block": 1, "bootstrap_resamples": 200},
+        "models": {
+            "resnet": {
+                **TINY_MODELS["resnet"],
+                "image": "dog.jpg",
+                "labels": "imagenet_classes.txt",
+                "modes": ["eager", "jit", "compile-default"],
+            },
+            "llama": {**TINY_MODELS["llama"], "modes": ["eager", "jit", "compile-default"]},
+        },
+        "hardware": {"cpu": {"device": "cpu"}, "gpu": {"device": "cuda", "optional": True}},
+        "assets": assets,
+    }
+
+
+def copy_project(dest: Path, config: dict) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    for part in PROJECT_PARTS:
+        source = ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, dest / part, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(source, dest / part)
+    write_config(dest / "config" / "config.yaml", config)
+    return dest
+
+
+def write_config(path: Path, config: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def snakemake(project: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "4", *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
+    return done
+
+
+def planned_outputs(project: Path, *args: str) -> set[str]:
+    """Outputs of the jobs a dry run would run."""
+    done = snakemake(project, "-n", *args)
+    DRY_RUNS.append(done.stdout[-20000:])
+    lines = re.findall(r"^\s*output: (.+)$", done.stdout + done.stderr, re.M)
+    return {path for line in lines for path in line.split(", ")}
+
+
+def expected_runs(config: dict, hardware=("cpu",)) -> set[str]:
+    return {
+        f"results/runs/{h}/{m}/{mode}.json"
+        for h in hardware
+        for m, entry in config["models"].items()
+        for mode in entry.get("modes", config["modes"])
+    }
+
+
+def planned_after_editing(project: Path, relative: str) -> set[str]:
+    """What a dry run would rerun after a file of the project is edited."""
+    path = project / relative
+    original = path.read_bytes()
+    path.write_bytes(original + b"\n")
+    try:
+        return planned_outputs(project)
+    finally:
+        path.write_bytes(original)
