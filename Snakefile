@@ -29,6 +29,8 @@ localrules:
     top_ops_table,
     limits_table,
     hardware_costs_table,
+    mode_effects_table,
+    scaling_table,
     figures,
     paper_html,
     paper_pdf,

@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -37,14 +39,9 @@ def _cli(*args: str, log: Path) -> int:
         ).returncode
 
 
-def _job_order(config: dict, only_modes: list[str] | None) -> list[tuple[str, str]]:
+def _job_order(config: dict) -> list[tuple[str, str]]:
     """Every model's quick modes first, max-autotune (the slowest to compile) last."""
-    jobs = [
-        (m, mode)
-        for m in config["models"]
-        for mode in configuration.model_modes(config, m)
-        if not only_modes or mode in only_modes
-    ]
+    jobs = [(m, mode) for m in config["models"] for mode in configuration.model_modes(config, m)]
     return sorted(jobs, key=lambda job: job[1] == "compile-max-autotune")
 
 
@@ -53,11 +50,20 @@ def main() -> int:
     parser.add_argument("--config", type=Path, default=ROOT / "benchmarks" / "gpu-check.yaml")
     parser.add_argument("--out", type=Path, default=Path("gpu-check"))
     parser.add_argument("--budget-s", type=float, default=420.0, help="wall-clock seconds for all benchmark jobs")
-    parser.add_argument("--modes", help="comma-separated modes to run (default: the config's)")
+    parser.add_argument(
+        "--modes", help="comma-separated modes to run, built-in or under mode_definitions (default: the config's)"
+    )
     args = parser.parse_args()
     config_path = args.config.resolve()
-    config = configuration.load(config_path)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.modes:  # these modes for every model, defined ones included
+        raw = yaml.safe_load(config_path.read_text())
+        raw["modes"] = args.modes.split(",")
+        for entry in raw["models"].values():
+            entry.pop("modes", None)
+        config_path = (args.out / "config.yaml").resolve()
+        config_path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    config = configuration.load(config_path)
     os.chdir(args.out)  # results/ and logs/ land in the folder named
     deadline = time.monotonic() + args.budget_s
     (hardware,) = list(config["hardware"])
@@ -78,7 +84,7 @@ def main() -> int:
         return 1
     print(f"environment record: {time.monotonic() - begin:.0f} s", flush=True)
     results = []
-    for model, mode in _job_order(config, args.modes.split(",") if args.modes else None):
+    for model, mode in _job_order(config):
         reference = Path(f"results/reference/{hardware}/{model}.pt")
         if not reference.exists():
             _cli(

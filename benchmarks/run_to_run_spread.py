@@ -94,9 +94,10 @@ def timer_median(config: dict, key: Key) -> float | None:
     settings = exp["measure"]
     clock = Clock(exp["device"])
     bundle = build(model, exp["spec"], exp["seed"], exp["device"])
-    with runner.private_compile_cache(), torch.no_grad(), wrappers.precision(exp["device"], exp["spec"]["dtype"]):
+    precision = wrappers.precision(exp["device"], exp["spec"]["dtype"])
+    with runner.private_compile_cache() as cache, torch.no_grad(), precision:
         try:
-            call, _, _ = runner.callables(bundle, exp, clock)
+            call = runner.callables(bundle, exp, clock, cache.tmp.name).call
             call()
         except Unsupported:
             return None

@@ -114,3 +114,40 @@ rule hardware_costs_table:
         baseline=get_baseline_hardware,
     script:
         "../scripts/hardware_costs_table.py"
+
+
+rule mode_effects_table:
+    input:
+        runs=layout.table("runs"),
+        samples=layout.table("latency_samples"),
+        code=TABLE_SOURCES,
+    output:
+        report(
+            layout.table("mode_effects"),
+            caption="../report/captions/mode_effects_table.rst",
+            category="Tables",
+        ),
+    log:
+        "logs/aggregate/mode_effects_table.log",
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../scripts/mode_effects_table.py"
+
+
+rule scaling_table:
+    input:
+        runs=layout.table("runs"),
+        code=TABLE_SOURCES,
+    output:
+        report(
+            layout.table("scaling"),
+            caption="../report/captions/scaling_table.rst",
+            category="Tables",
+        ),
+    log:
+        "logs/aggregate/scaling_table.log",
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../scripts/scaling_table.py"

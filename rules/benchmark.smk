@@ -23,6 +23,7 @@ rule benchmark_run:
     input:
         env=layout.ENV_RECORD,
         reference=layout.REFERENCE,
+        mode_check=get_mode_check,
         engine=ENGINE_SOURCES,
         downloads=get_model_inputs,
     output:

@@ -1,4 +1,5 @@
 import functools
+import re
 import sys
 from pathlib import Path
 
@@ -9,7 +10,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from compilebench import config as configuration
 from compilebench import engine_sources, layout
 from compilebench.errors import ConfigError, UserError
-from compilebench.modes import MODE_NAMES
+from compilebench import modes
 
 try:
     configuration.validate(config)
@@ -29,7 +30,7 @@ NAME = "[A-Za-z0-9][A-Za-z0-9_.-]*"
 wildcard_constraints:
     hardware=NAME,
     model=NAME,
-    mode="|".join(MODE_NAMES),
+    mode="|".join(re.escape(name) for name in modes.definitions(config)),
     asset=NAME,
 
 
@@ -148,6 +149,21 @@ def get_experiment(wildcards):
     )
 
 
+def get_mode_check_settings(wildcards):
+    """A mode's own settings, as defined: what its check depends on, and nothing model-specific."""
+    return configuration.canonical(
+        modes.settings(modes.definitions(config)[wildcards.mode])
+    )
+
+
+def get_mode_check(wildcards):
+    """A defined mode with a backend or inductor settings is checked against the hardware's torch first."""
+    defined = config["mode_definitions"].get(wildcards.mode)
+    if defined and defined["kind"] in ("compile", "export"):
+        return [layout.MODE_CHECK.format(**wildcards)]
+    return []
+
+
 def get_reference_experiment(wildcards):
     return configuration.reference_experiment(
         config, wildcards.model, wildcards.hardware
@@ -216,7 +232,8 @@ def get_model_inputs(wildcards):
         for name in configuration.model_assets(config, wildcards.model)
     ]
     if configuration.pretrained_download(config, wildcards.model):
-        inputs.append(layout.WEIGHTS.format(model=wildcards.model))
+        name = configuration.weights_name(config, wildcards.model)
+        inputs.append(layout.WEIGHTS.format(model=name))
     return inputs
 
 
@@ -230,7 +247,7 @@ def get_asset_source(wildcards):
 
 
 def get_model_spec(wildcards):
-    return configuration.canonical(config["models"][wildcards.model])
+    return configuration.canonical(configuration.weights_entry(config, wildcards.model))
 
 
 onsuccess:

@@ -1,9 +1,6 @@
 rule figures:
     input:
-        runs=layout.table("runs"),
-        samples=layout.table("latency_samples"),
-        speedups=layout.table("speedups"),
-        hardware_costs=layout.table("hardware_costs"),
+        **{name: layout.table(name) for name in layout.FIGURE_TABLES},
         code=REPORT_SOURCES,
     output:
         **figure_outputs("svg", in_report=True),

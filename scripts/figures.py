@@ -6,9 +6,9 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
 from compilebench.figures import FIGURES, load_tables, render
 from compilebench.joblog import logging_to
+from compilebench.layout import FIGURE_TABLES
 
 with logging_to(snakemake.log[0]):
-    inputs = snakemake.input
-    tables = load_tables(inputs.runs, inputs.samples, inputs.speedups, inputs.hardware_costs)
+    tables = load_tables(*(snakemake.input[name] for name in FIGURE_TABLES))
     for name in FIGURES:
         render(name, tables, [snakemake.output[f"{name}_svg"], snakemake.output[f"{name}_png"]])

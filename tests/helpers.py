@@ -11,6 +11,8 @@ from pathlib import Path
 
 import yaml
 
+from compilebench.config import expand_sweeps
+
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS_MIRROR = ROOT.parent / "shared" / "assets"
 
@@ -111,11 +113,13 @@ def tiny_workflow_config(mirror: Path) -> dict:
                 **TINY_MODELS["resnet"],
                 "image": "dog.jpg",
                 "labels": "imagenet_classes.txt",
-                "modes": ["eager", "jit", "compile-default"],
+                "modes": ["eager", "jit", "compile-default", "compile-freezing"],
             },
             "llama": {**TINY_MODELS["llama"], "modes": ["eager", "jit", "compile-default"]},
+            "vit": {**TINY_MODELS["vit"], "modes": ["eager", "compile-default"], "sweep": {"batch_size": [1, 2]}},
         },
         "hardware": {"cpu": {"device": "cpu"}, "gpu": {"device": "cuda", "optional": True}},
+        "mode_definitions": {"compile-freezing": {"kind": "compile", "compile": {"options": {"freezing": True}}}},
         "assets": assets,
     }
 
@@ -159,10 +163,12 @@ def planned_outputs(project: Path, *args: str) -> set[str]:
 
 
 def expected_runs(config: dict, hardware=("cpu",)) -> set[str]:
+    """One result per model (or sweep point) x mode x hardware."""
+    models = expand_sweeps(copy.deepcopy(config["models"]))
     return {
         f"results/runs/{h}/{m}/{mode}.json"
         for h in hardware
-        for m, entry in config["models"].items()
+        for m, entry in models.items()
         for mode in entry.get("modes", config["modes"])
     }
 

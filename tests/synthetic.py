@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from compilebench.modes import BUILTIN_MODES, settings
 from compilebench.records import Experiment, Result, result_header
 from compilebench.results import write_json
 from compilebench.stats import speedup, summarize
@@ -34,6 +35,7 @@ def synthetic_results(folder: Path, hardware=("cpu", "cpu-fast")) -> list[Path]:
                 exp: Experiment = {
                     "model": model,
                     "mode": mode,
+                    "mode_settings": settings(BUILTIN_MODES[mode]),
                     "hardware": hw,
                     "seed": 0,
                     "spec": {"task": task, "dtype": "float32", "batch_size": 1},
@@ -89,4 +91,40 @@ def synthetic_results(folder: Path, hardware=("cpu", "cpu-fast")) -> list[Path]:
                         }
                 write_json(path, record)
                 paths.append(path)
+    return paths
+
+
+def synthetic_sweep(folder: Path, batches=(1, 4, 16)) -> list[Path]:
+    """A swept model on one hardware: compile-default's speedup shrinks as the batch grows (2.0x, 1.5x, 1.05x)."""
+    rng = np.random.default_rng(1)
+    paths = []
+    for batch, gain in zip(batches, (2.0, 1.5, 1.05)):
+        point = f"net.bs{batch}"
+        eager = list(rng.normal(10.0 * batch, 0.05 * batch, 40))
+        for mode, mode_gain in (("eager", 1.0), ("compile-default", gain)):
+            exp: Experiment = {
+                "model": point,
+                "mode": mode,
+                "mode_settings": settings(BUILTIN_MODES[mode]),
+                "hardware": "cpu",
+                "seed": 0,
+                "spec": {"task": "image-classification", "dtype": "float32", "batch_size": batch,
+                         "sweep_of": "net", "swept": {"batch_size": batch}},
+                "measure": MEASURE,
+                "device": "cpu",
+                "hardware_env": {},
+                "threads": 2,
+            }  # fmt: skip
+            samples = list(rng.normal(10.0 * batch / mode_gain, 0.05 * batch, 40))
+            record: Result = {**result_header(exp), "finished_at": "2026-01-01T00:00:30+00:00"}
+            record.update(
+                compile_s=1.0, latency_ms=samples, stats=summarize(samples, resamples=200),
+                throughput={"samples_per_s": batch * 1e3 / np.median(samples)},
+                correctness={"passed": True, "cosine": 1.0, "max_abs_err": 0.0},
+            )  # fmt: skip
+            if mode != "eager":
+                record["speedup"] = speedup(eager, samples, resamples=200)
+            path = folder / "runs" / "cpu" / point / f"{mode}.json"
+            write_json(path, record)
+            paths.append(path)
     return paths

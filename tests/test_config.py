@@ -1,5 +1,5 @@
 import pytest
-from helpers import tiny_config
+from helpers import TINY_MODELS, tiny_config
 
 from compilebench import config as configuration
 from compilebench.config import ConfigError
@@ -99,3 +99,38 @@ def test_synthetic_prompt_longer_than_the_context_is_refused():
     raw["models"]["llama"].update(seq_len=62, new_tokens=4)
     with pytest.raises(ConfigError, match=r"models.llama.seq_len.*max_position_embeddings` is 64"):
         configuration.validate(raw)
+
+
+def test_a_sweep_expands_into_one_named_experiment_per_point():
+    swept = {**TINY_MODELS["resnet"], "sweep": {"dtype": ["float32", "bfloat16"], "batch_size": [1, 8]}}
+    config = configuration.validate(tiny_config({"resnet": swept, "vit": TINY_MODELS["vit"]}))
+    assert list(config["models"]) == ["resnet.bs1.fp32", "resnet.bs1.bf16", "resnet.bs8.fp32", "resnet.bs8.bf16", "vit"]
+    exp = configuration.experiment(config, "resnet.bs8.bf16", "eager", "cpu")
+    assert (exp["spec"]["batch_size"], exp["spec"]["dtype"]) == (8, "bfloat16")
+    assert exp["spec"]["swept"] == {"batch_size": 8, "dtype": "bfloat16"} and exp["spec"]["sweep_of"] == "resnet"
+    assert configuration.validate(config)["models"] == config["models"]  # validating again changes nothing
+
+
+def test_adding_a_sweep_value_leaves_the_other_points_as_they_were():
+    def experiments(batches):
+        swept = {**TINY_MODELS["resnet"], "sweep": {"batch_size": batches}}
+        config = configuration.validate(tiny_config({"resnet": swept}))
+        return {m: configuration.experiment(config, m, "compile-default", "cpu") for m in config["models"]}
+
+    before, after = experiments([1, 8]), experiments([1, 8, 32])
+    assert set(after) - set(before) == {"resnet.bs32"}
+    assert all(after[m] == before[m] for m in before)
+
+
+def test_sweep_points_share_their_models_pretrained_weights():
+    swept = {**TINY_MODELS["resnet"], "weights": "pretrained", "sweep": {"image_size": [32, 64]}}
+    config = configuration.validate(tiny_config({"resnet": swept}))
+    assert {configuration.weights_name(config, m) for m in config["models"]} == {"resnet"}
+    exp = configuration.experiment(config, "resnet.img64", "eager", "cpu")
+    assert exp["spec"]["weights"] == "resources/weights/resnet" and exp["spec"]["image_size"] == 64
+
+
+def test_a_sweep_point_that_collides_with_a_model_name_is_refused():
+    models = {"resnet": {**TINY_MODELS["resnet"], "sweep": {"batch_size": [2]}}, "resnet.bs2": TINY_MODELS["resnet"]}
+    with pytest.raises(ConfigError, match=r"`models.resnet.sweep`.*'resnet.bs2'"):
+        configuration.validate(tiny_config(models))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from helpers import ROOT, TINY_MODELS, tiny_config
-from synthetic import synthetic_results
+from synthetic import synthetic_results, synthetic_sweep
 
 from compilebench import config as configuration
-from compilebench import figures, paper
-from compilebench.layout import PAPER_TABLES
+from compilebench import figures, paper, tables
+from compilebench.layout import FIGURE_TABLES, PAPER_TABLES
 from compilebench.results import write_json
 from compilebench.standalone import write_tables
 
@@ -26,7 +26,7 @@ def paper_inputs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     paths = synthetic_results(tmp_path)
     tabs = write_tables(paths, validated(), tmp_path)
-    drawn = figures.load_tables(tabs["runs"], tabs["latency_samples"], tabs["speedups"], tabs["hardware_costs"])
+    drawn = figures.load_tables(*(tabs[name] for name in FIGURE_TABLES))
     figs = []
     for name in ("latency", "speedup_heatmap"):
         figures.render(name, drawn, [tmp_path / f"{name}.svg"])
@@ -106,3 +106,14 @@ def test_paper_shows_limits_top_operators_and_an_unbacked_fast_math_request(pape
     assert "Where the time goes" in html
     assert "eager_op_0" in html and "compile-max-autotune_op_4" in html and "eager_op_5" not in html
     assert "no native bf16 instructions" in html
+
+
+def test_scaling_findings_say_how_the_speedup_moves_with_its_interval(tmp_path):
+    import pandas as pd
+
+    scaling = tables.scaling(tables.runs_table(synthetic_sweep(tmp_path)))
+    (finding,) = paper.scaling_findings(scaling)
+    assert finding.startswith("On cpu, compile-default's speedup on net falls from 2.0")
+    assert "at batch size 1 to 1.0" in finding and finding.endswith("at batch size 16.") and "95% CI" in finding
+    flat = scaling.assign(speedup_ci95_low=0.5, speedup_ci95_high=3.0)
+    assert "shows no detectable change" in paper.scaling_findings(pd.DataFrame(flat))[0]

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
-from synthetic import MODELS, MODES, synthetic_results
+from synthetic import MODELS, MODES, synthetic_results, synthetic_sweep
 
 from compilebench import figures, tables
 
@@ -18,7 +18,7 @@ def synthetic_tables(tmp_path):
     paths = synthetic_results(tmp_path)
     runs = tables.runs_table(paths)
     costs = tables.hardware_costs(runs, {"cpu": 1.0, "cpu-fast": 3.0}, baseline="cpu")
-    return figures.Tables(runs, tables.latency_samples(paths), tables.speedups(runs), costs)
+    return figures.Tables(runs, tables.latency_samples(paths), tables.speedups(runs), costs, tables.scaling(runs))
 
 
 def test_runs_table_has_one_row_per_job(synthetic_tables):
@@ -30,7 +30,8 @@ def test_runs_table_has_one_row_per_job(synthetic_tables):
 
 def test_latency_samples_are_one_row_per_iteration(synthetic_tables):
     samples = synthetic_tables.samples
-    assert list(samples.columns) == ["hardware", "model", "mode", "dtype", "batch_size", "iteration", "latency_ms"]
+    assert list(samples.columns) == [*tables.SAMPLE_KEYS, "iteration", "latency_ms"]
+    assert tables.SAMPLE_KEYS[:5] == ["hardware", "model", "mode", "dtype", "batch_size"]
     assert len(samples) == 14 * 30
     assert samples.groupby(["hardware", "model", "mode"])["iteration"].max().eq(29).all()
 
@@ -81,6 +82,7 @@ def test_figures_say_so_when_there_is_nothing_to_show(synthetic_tables, tmp_path
         synthetic_tables.samples,
         synthetic_tables.speedups,
         synthetic_tables.hardware_costs,
+        synthetic_tables.scaling,
     )
     figure = figures.generation_throughput(only_images)
     shown = [text.get_text() for ax in figure.axes for text in ax.texts]
@@ -143,3 +145,19 @@ def test_hardware_costs_give_relative_p90_and_cost_per_million(synthetic_tables)
     # 3 per hour at one inference per median latency: 3 / 3600 s x median s x 1e6
     expected = 3.0 / 3600 * fast["median_ms"] / 1e3 * 1e6
     assert costs.loc[("cpu-fast", "resnet", "eager"), "cost_per_million"] == pytest.approx(expected)
+
+
+def test_a_sweep_gives_one_row_per_point_and_a_scaling_figure(tmp_path):
+    runs = tables.runs_table(synthetic_sweep(tmp_path))
+    assert list(runs["sweep_of"].unique()) == ["net"] and sorted(runs["batch_size"].unique()) == [1, 4, 16]
+    scaling = tables.scaling(runs)
+    compiled = scaling[scaling["mode"] == "compile-default"]
+    assert list(compiled["value"]) == [1, 4, 16] and set(compiled["swept"]) == {"batch_size"}
+    assert compiled["speedup"].iloc[0] == pytest.approx(2.0, rel=0.05)
+    assert compiled["speedup"].iloc[-1] == pytest.approx(1.05, rel=0.05)
+    empty = pd.DataFrame(columns=runs.columns)
+    drawn = figures.Tables(runs, empty, empty, empty, scaling)
+    figure = figures.scaling(drawn)
+    lines = [[list(line.get_xdata()) for line in ax.get_lines() if line.get_marker() == "o"] for ax in figure.axes]
+    assert lines == [[[1, 4, 16]] * 2, [[1, 4, 16]] * 2, [[1, 4, 16]]]  # eager has no speedup over itself
+    assert figure.axes[2].get_xlabel() == "batch_size"

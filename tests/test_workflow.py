@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
 import sys
+from html import unescape
 
 import pandas as pd
 import pytest
@@ -35,7 +37,7 @@ def finished(tmp_path_factory):
     project = copy_project(tmp_path_factory.mktemp("project"), config)
     runs = {o for o in planned_outputs(project) if o.startswith("results/runs/")}
     done = snakemake(project)
-    assert "compilebench: 5 ok, 0 failed, 0 timeout, 1 unsupported" in done.stderr  # a failed experiment is data
+    assert "compilebench: 10 ok, 0 failed, 0 timeout, 1 unsupported" in done.stderr  # a failed experiment is data
     return project, config, runs
 
 
@@ -104,7 +106,7 @@ def test_paper_renders_in_headless_chromium(finished, tmp_path):
         page.screenshot(path=str(tmp_path / "paper.png"), full_page=True)
         browser.close()
     assert errors == []
-    assert len(rendered) == 7
+    assert len(rendered) == 8
     assert all(complete and width > 100 and height > 50 for complete, width, height in rendered), rendered
     assert headings[0] == "Abstract" and headings[-1] == "5 Reproducibility appendix"
     import numpy as np
@@ -191,6 +193,8 @@ def test_added_mode_adds_only_its_jobs(finished):
         "results/tables/limits.csv",
         "results/tables/top_ops.csv",
         "results/tables/hardware_costs.csv",
+        "results/tables/mode_effects.csv",
+        "results/tables/scaling.csv",
     }
 
 
@@ -205,6 +209,79 @@ def test_report_template_change_reruns_only_the_paper(finished):
 def test_engine_code_change_reruns_benchmarks(finished):
     project, config, _ = finished
     assert expected_runs(config) <= planned_after_editing(project, "src/compilebench/timing.py")
+
+
+def test_a_defined_mode_records_its_settings_and_the_paper_says_what_they_changed(finished):
+    project, _, _ = finished
+    runs = pd.read_csv(project / "results" / "tables" / "runs.csv").set_index(["model", "mode"])
+    frozen = runs.loc[("resnet", "compile-freezing")]
+    assert frozen["status"] == "ok" and frozen["mode_kind"] == "compile"
+    assert json.loads(frozen["mode_options"]) == {"freezing": True}
+    assert pd.isna(runs.loc[("resnet", "compile-default"), "mode_options"])
+    check = json.loads((project / "results" / "modes" / "cpu" / "compile-freezing.json").read_text())
+    assert check["inductor_options"] == {"freezing": True}
+    effects = pd.read_csv(project / "results" / "tables" / "mode_effects.csv")
+    row = effects.set_index(["model", "mode"]).loc[("resnet", "compile-freezing")]
+    assert row["base_mode"] == "compile-default" and "options" in row["differs_in"]
+    assert row["ratio_ci95_low"] <= row["ratio"] <= row["ratio_ci95_high"]
+    html = (project / "results" / "report" / "paper.html").read_text()
+    assert 'id="modes-table"' in html and "compile-freezing (options:" in html
+
+
+def test_a_two_point_sweep_gives_two_experiments_and_a_scaling_figure(finished):
+    project, _, _ = finished
+    runs = pd.read_csv(project / "results" / "tables" / "runs.csv")
+    points = runs[runs["sweep_of"] == "vit"]
+    assert set(points["model"]) == {"vit.bs1", "vit.bs2"} and set(points["batch_size"]) == {1, 2}
+    assert (points["status"] == "ok").all()
+    scaling = pd.read_csv(project / "results" / "tables" / "scaling.csv")
+    assert list(scaling.loc[scaling["mode"] == "compile-default", "value"]) == [1, 2]
+    html = (project / "results" / "report" / "paper.html").read_text()
+    assert 'id="figure-scaling"' in html and 'id="scaling-table"' in html
+    assert "compile-default's speedup on vit" in unescape(html)
+
+
+def test_adding_a_sweep_value_adds_only_its_jobs(finished):
+    project, config, _ = finished
+    changed = yaml.safe_load(yaml.safe_dump(config))
+    changed["models"]["vit"]["sweep"]["batch_size"] = [1, 2, 4]
+    write_config(project / "config" / "config.yaml", changed)
+    try:
+        planned = planned_outputs(project)
+    finally:
+        write_config(project / "config" / "config.yaml", config)
+    measured = {o for o in planned if o.startswith(("results/runs/", "results/reference/", "results/env/"))}
+    assert measured == {
+        "results/runs/cpu/vit.bs4/eager.json",
+        "results/runs/cpu/vit.bs4/compile-default.json",
+        "results/reference/cpu/vit.bs4.pt",
+    }
+
+
+def test_editing_one_definition_reruns_only_its_jobs(finished):
+    project, config, _ = finished
+    changed = yaml.safe_load(yaml.safe_dump(config))
+    changed["mode_definitions"]["compile-freezing"]["compile"]["options"]["cpp_wrapper"] = True
+    write_config(project / "config" / "config.yaml", changed)
+    try:
+        planned = planned_outputs(project)
+    finally:
+        write_config(project / "config" / "config.yaml", config)
+    measured = {
+        o for o in planned if o.startswith(("results/runs/", "results/reference/", "results/env/", "results/modes/"))
+    }
+    assert measured == {"results/runs/cpu/resnet/compile-freezing.json", "results/modes/cpu/compile-freezing.json"}
+
+
+def test_an_inductor_option_torch_does_not_know_fails_its_check_with_the_key(tmp_path):
+    config = tiny_workflow_config(ASSETS_MIRROR)
+    config["mode_definitions"]["compile-freezing"]["compile"]["options"] = {"freezng": True}
+    project = copy_project(tmp_path, config)
+    done = snakemake(project, "results/modes/cpu/compile-freezing.json", check=False)
+    assert done.returncode != 0
+    log = (project / "logs" / "modes" / "cpu" / "compile-freezing.log").read_text()
+    assert "`mode_definitions.compile-freezing.compile.options.freezng`" in log and "did you mean freezing" in log
+    assert not (project / "results" / "modes" / "cpu" / "compile-freezing.json").exists()
 
 
 def test_rewording_a_validation_message_reruns_no_measurement(finished):
@@ -328,7 +405,7 @@ def test_hardware_resources_reach_only_that_hardwares_jobs(tmp_path):
         hardware = re.search(r"wildcards: hardware=(\w+)", block)
         if hardware:
             jobs.append((rule, hardware.group(1), re.search(r"resources: (.+)", block).group(1)))
-    assert {rule for rule, _, _ in jobs} == {"environment_record", "reference_output", "benchmark_run"}
+    assert {rule for rule, _, _ in jobs} == {"environment_record", "mode_check", "reference_output", "benchmark_run"}
     for rule, hardware, resources in jobs:
         assert ("slurm_partition=mi210" in resources and "gres=gpu:1" in resources) == (hardware == "big")
         extra = re.search(r"slurm_extra=([^,]*)", resources)

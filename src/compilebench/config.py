@@ -8,12 +8,15 @@ hardware env vars must be set before torch loads.
 from __future__ import annotations
 
 import copy
+import itertools
+import re
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 
+from . import modes
 from .errors import ConfigError, UserError  # noqa: F401  (UserError: the base callers catch)
 from .layout import ASSETS_DIR, TRACE, WEIGHTS_DIR
 
@@ -92,9 +95,83 @@ def validate(config: dict) -> dict:
         raise ConfigError(_describe(errors[0]))
     if not config["models"]:
         raise ConfigError("Config key `models` is empty: expected at least one model entry.")
+    config["models"] = expand_sweeps(config["models"])
+    _check_mode_definitions(config["mode_definitions"])
+    _check_mode_names("modes", config["modes"], config)
     for name, model in config["models"].items():
         _check_model(name, model, config["assets"]["files"])
+        if "modes" in model:
+            _check_mode_names(f"models.{name}.modes", model["modes"], config)
     return config
+
+
+# Sweep keys in the order a point's name lists them, with the short form the name uses.
+SWEEP_KEYS = {"batch_size": "bs", "image_size": "img", "seq_len": "seq", "new_tokens": "new", "dtype": ""}
+DTYPE_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def sweep_point_name(model: str, values: dict) -> str:
+    """`resnet50` at batch 8 and 224 px is `resnet50.bs8.img224`; a dtype adds `.bf16`, `.fp16` or `.fp32`."""
+    parts = [
+        DTYPE_NAMES[values[k]] if k == "dtype" else f"{short}{values[k]}"
+        for k, short in SWEEP_KEYS.items()
+        if k in values
+    ]
+    return ".".join([model, *parts])
+
+
+def expand_sweeps(models: dict) -> dict:
+    """Each model with a `sweep` becomes one entry per point of the cartesian product, in the order given."""
+    expanded = {}
+    for name, entry in models.items():
+        if "sweep" not in entry:
+            expanded[name] = entry
+            continue
+        keys = [k for k in SWEEP_KEYS if k in entry["sweep"]]
+        for point in itertools.product(*(entry["sweep"][k] for k in keys)):
+            values = dict(zip(keys, point))
+            point_name = sweep_point_name(name, values)
+            if not NAME_PATTERN.match(point_name):
+                raise ConfigError(
+                    f"Config key `models.{name}.sweep` gives the point name {point_name!r}, which is longer than 64 "
+                    "characters: give the model a shorter name."
+                )
+            if point_name in models or point_name in expanded:
+                raise ConfigError(
+                    f"Config key `models.{name}.sweep` gives the point {point_name!r}, which another model entry "
+                    "already names: rename one of them."
+                )
+            base = {k: v for k, v in entry.items() if k != "sweep"}
+            expanded[point_name] = {**base, **values, "sweep_of": name, "swept": values}
+    return expanded
+
+
+def _check_mode_definitions(defined: dict) -> None:
+    for name, definition in defined.items():
+        key = f"mode_definitions.{name}"
+        if name in modes.BUILTIN_MODES:
+            raise ConfigError(
+                f"Config key `{key}` redefines the built-in mode {name!r}: give your definition another name "
+                f"(built-in modes: {', '.join(modes.MODE_NAMES)})."
+            )
+        others = [k for k in modes.KINDS if k in definition and k != definition["kind"]]
+        if others:
+            raise ConfigError(
+                f"Config key `{key}.{others[0]}` does not apply to a mode of kind {definition['kind']!r}: "
+                f"expected settings under `{key}.{definition['kind']}` only."
+            )
+
+
+def _check_mode_names(key: str, names: list[str], config: dict) -> None:
+    known = modes.definitions(config)
+    for i, name in enumerate(names):
+        if name not in known:
+            defined = ", ".join(config["mode_definitions"]) or "none"
+            raise ConfigError(
+                f"Config key `{key}.{i}` is {name!r}, which is neither a built-in mode ({', '.join(modes.MODE_NAMES)}) "
+                f"nor defined under `mode_definitions` ({defined})."
+            )
 
 
 def _check_model(name: str, model: dict, assets: dict) -> None:
@@ -217,10 +294,20 @@ def pretrained_download(config: dict, model: str) -> bool:
     return config["models"][model]["weights"] == "pretrained"
 
 
+def weights_name(config: dict, model: str) -> str:
+    """The folder a model's pretrained weights download to: the points of a sweep share their model's."""
+    return config["models"][model].get("sweep_of", model)
+
+
+def weights_entry(config: dict, name: str) -> dict:
+    """The model entry whose pretrained weights `weights_name` names (any of a sweep's points will do)."""
+    return next(entry for model, entry in config["models"].items() if weights_name(config, model) == name)
+
+
 def reference_experiment(config: dict, model: str, hardware: str) -> dict:
     """What the eager float32 reference depends on: the model, its input, the hardware; not the measurement."""
     exp = experiment(config, model, "eager", hardware, any_mode=True)
-    del exp["measure"], exp["mode"]
+    del exp["measure"], exp["mode"], exp["mode_settings"]
     return exp
 
 
@@ -246,14 +333,18 @@ def experiment(config: dict, model: str, mode: str, hardware: str, *, any_mode: 
             if spec.get(field) == asset:
                 spec[field] = str(ASSETS_DIR / asset)
     if pretrained_download(config, model):
-        spec["weights"] = str(WEIGHTS_DIR / model)
+        spec["weights"] = str(WEIGHTS_DIR / weights_name(config, model))
     measure = measure_settings(config, model)
+    if mode not in modes.definitions(config):
+        raise ConfigError(f"Mode {mode!r} is neither a built-in mode nor defined under config key `mode_definitions`.")
+    settings = modes.settings(modes.definitions(config)[mode], jit_method=spec["jit"], fullgraph=measure["fullgraph"])
     if measure["profile"]:
         measure["trace"] = TRACE.format(hardware=hardware, model=model, mode=mode)
     return canonical(
         {
             "model": model,
             "mode": mode,
+            "mode_settings": settings,
             "hardware": hardware,
             "seed": config["seed"],
             "spec": spec,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -16,10 +17,15 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from .layout import FIGURE_NAMES  # noqa: E402
-from .modes import MODE_NAMES  # noqa: E402
+from .modes import MODE_NAMES, label, ordered  # noqa: E402
 
-MODE_ORDER = list(MODE_NAMES)
-PALETTE = dict(zip(MODE_ORDER, sns.color_palette("colorblind", len(MODE_ORDER))))
+BUILTIN_COLORS = dict(zip(MODE_NAMES, sns.color_palette("colorblind", len(MODE_NAMES))))
+DEFINED_COLORS = sns.color_palette("dark", 10)
+
+
+def color(mode: str):
+    """A mode's colour, the same in every figure and every run: defined modes hash into a second palette."""
+    return BUILTIN_COLORS.get(mode) or DEFINED_COLORS[zlib.crc32(mode.encode()) % len(DEFINED_COLORS)]
 
 
 @dataclass
@@ -30,6 +36,7 @@ class Tables:
     samples: pd.DataFrame
     speedups: pd.DataFrame
     hardware_costs: pd.DataFrame
+    scaling: pd.DataFrame
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -37,7 +44,7 @@ class Tables:
 
 
 def _modes(frame: pd.DataFrame) -> list[str]:
-    return [m for m in MODE_ORDER if m in set(frame["mode"])]
+    return ordered(frame["mode"])
 
 
 def _empty(message: str) -> plt.Figure:
@@ -81,8 +88,8 @@ def _bars(ax, frame: pd.DataFrame, value: str, low: str | None = None, high: str
     if low and high:
         yerr = np.vstack([heights - data[low].to_numpy(dtype=float), data[high].to_numpy(dtype=float) - heights])
         yerr = np.nan_to_num(np.clip(yerr, 0, None))
-    ax.bar(range(len(modes)), heights, yerr=yerr, capsize=3, color=[PALETTE[m] for m in modes])
-    ax.set_xticks(range(len(modes)), [m.replace("compile-", "c-") for m in modes], rotation=35, ha="right", fontsize=8)
+    ax.bar(range(len(modes)), heights, yerr=yerr, capsize=3, color=[color(m) for m in modes])
+    ax.set_xticks(range(len(modes)), [label(m) for m in modes], rotation=35, ha="right", fontsize=8)
 
 
 def latency_by_mode(t: Tables) -> plt.Figure:
@@ -124,7 +131,7 @@ def speedup_heatmap(t: Tables) -> plt.Figure:
     )
     for ax, hw in zip(axes[0], hardware):
         grid = sp[sp["hardware"] == hw].pivot_table(index="model", columns="mode", values="speedup")
-        grid = grid[[m for m in MODE_ORDER if m in grid.columns]]
+        grid = grid[ordered(grid.columns)]
         sns.heatmap(grid, ax=ax, annot=True, fmt=".2f", cmap="RdYlGn", center=1.0, cbar_kws={"label": "speedup (×)"})
         ax.set_title(hw, fontsize=10)
         ax.set_xlabel("")
@@ -147,9 +154,7 @@ def compile_cost(t: Tables) -> plt.Figure:
             0,
             None,
         )
-        ax.errorbar(
-            frame["compile_s"], frame["speedup"], yerr=yerr, fmt="o", color=PALETTE[mode], label=mode, capsize=3
-        )
+        ax.errorbar(frame["compile_s"], frame["speedup"], yerr=yerr, fmt="o", color=color(mode), label=mode, capsize=3)
         for _, row in frame.iterrows():
             ax.annotate(
                 row["model"], (row["compile_s"], row["speedup"]), fontsize=7, xytext=(4, 3), textcoords="offset points"
@@ -176,14 +181,12 @@ def latency_distributions(t: Tables) -> plt.Figure:
             y="latency_ms",
             hue="mode",
             order=order,
-            palette=PALETTE,
+            palette={m: color(m) for m in order},
             ax=ax,
             fliersize=2,
             legend=False,
         )
-        ax.set_xticks(
-            range(len(order)), [m.replace("compile-", "c-") for m in order], rotation=35, ha="right", fontsize=8
-        )
+        ax.set_xticks(range(len(order)), [label(m) for m in order], rotation=35, ha="right", fontsize=8)
 
     return _per_model_panels(t.samples, boxes, "latency (ms)")
 
@@ -193,7 +196,7 @@ def hardware_comparison(t: Tables) -> plt.Figure:
     frame = t.hardware_costs
     if frame["hardware"].nunique() < 2 and frame["cost_per_million"].isna().all():
         return _empty("One hardware entry and no prices: nothing to compare.")
-    frame = frame.assign(label=frame["model"] + " / " + frame["mode"].str.replace("compile-", "c-"))
+    frame = frame.assign(label=frame["model"] + " / " + frame["mode"].map(label))
     priced = frame.dropna(subset=["cost_per_million"])
     panels = 2 if not priced.empty else 1
     fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 0.3 * frame["label"].nunique() + 2), squeeze=False)
@@ -218,6 +221,45 @@ def peak_memory(t: Tables) -> plt.Figure:
     return _per_model_panels(ok, lambda ax, f: _bars(ax, f, "peak_mib"), "peak memory (MiB)")
 
 
+def scaling(t: Tables) -> plt.Figure:
+    """8. Latency, throughput and speedup against the swept setting, one row per swept model and hardware."""
+    frame = t.scaling
+    if frame.empty:
+        return _empty("No model has a sweep in this run.")
+    keys = list(dict.fromkeys(zip(frame["sweep_of"], frame["hardware"])))
+    throughput = "tokens_per_s" if frame["tokens_per_s"].notna().any() else "samples_per_s"
+    panels = [("median_ms", "ci95_low_ms", "ci95_high_ms", "median latency (ms)"),
+              (throughput, None, None, throughput.replace("_per_s", "/s")),
+              ("speedup", "speedup_ci95_low", "speedup_ci95_high", "speedup over eager (×)")]  # fmt: skip
+    fig, axes = _grid(keys, panels, width=3.6)
+    for i, (model, hardware) in enumerate(keys):
+        sub = frame[(frame["sweep_of"] == model) & (frame["hardware"] == hardware)]
+        for j, (value, low, high, ylabel) in enumerate(panels):
+            ax = axes[i][j]
+            for (mode, series), line in sub.groupby(["mode", "series"], sort=False, dropna=False):
+                line = line.dropna(subset=[value])
+                if line.empty:
+                    continue
+                yerr = None
+                if low:
+                    yerr = np.clip(np.vstack([line[value] - line[low], line[high] - line[value]]), 0, None)
+                name = mode if not isinstance(series, str) or not series else f"{mode} · {series}"
+                ax.errorbar(line["value"], line[value], yerr=yerr, marker="o", capsize=3, color=color(mode), label=name)
+            if value == "speedup":
+                ax.axhline(1.0, color="0.5", lw=0.8, ls="--")
+            if sub["swept"].iloc[0] != "dtype":
+                values = sorted(sub["value"].unique())
+                ax.set_xscale("log", base=2)
+                ax.set_xticks(values, [f"{v:g}" for v in values])
+                ax.minorticks_off()
+            ax.set_xlabel(sub["swept"].iloc[0])
+            ax.set_ylabel(ylabel)
+            ax.set_title(f"{model} · {hardware}", fontsize=9)
+        axes[i][0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
 FIGURES: dict[str, Callable[[Tables], plt.Figure]] = {
     "latency": latency_by_mode,
     "generation": generation_throughput,
@@ -226,14 +268,16 @@ FIGURES: dict[str, Callable[[Tables], plt.Figure]] = {
     "distributions": latency_distributions,
     "hardware": hardware_comparison,
     "memory": peak_memory,
+    "scaling": scaling,
 }
 
 
 assert tuple(FIGURES) == FIGURE_NAMES, "layout.FIGURE_NAMES must list FIGURES in order"
 
 
-def load_tables(runs: str | Path, samples: str | Path, speedups: str | Path, hardware_costs: str | Path) -> Tables:
-    return Tables(pd.read_csv(runs), pd.read_csv(samples), pd.read_csv(speedups), pd.read_csv(hardware_costs))
+def load_tables(*paths: str | Path) -> Tables:
+    """The tables the figures read, in the order of `Tables`' fields."""
+    return Tables(*(pd.read_csv(path) for path in paths))
 
 
 def _save(fig: plt.Figure, handle, *, fmt: str, metadata: dict | None) -> None:

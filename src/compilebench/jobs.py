@@ -61,6 +61,16 @@ def environment_job(hardware: str, entry: dict, out: str | Path, *, check: bool 
     return record
 
 
+def mode_check_job(mode: str, settings: dict, entry: dict, out: str | Path) -> dict:
+    """Check a mode's backend and inductor settings against the hardware's torch, before any benchmark uses them."""
+    apply_hardware(entry.get("env", {}), entry.get("threads"))
+    from .wrappers import check
+
+    record = check(mode, settings)
+    write_json(out, record)
+    return record
+
+
 def reference_job(exp: Experiment, out: str | Path) -> None:
     """Save the eager float32 output of one model on one hardware."""
     apply_hardware(exp["hardware_env"], exp["threads"])

@@ -19,6 +19,7 @@ FIGURES_DIR = REPORT_OUT / "figures"
 ASSET = str(ASSETS_DIR / "{asset}")
 WEIGHTS = str(WEIGHTS_DIR / "{model}")
 ENV_RECORD = str(RESULTS / "env" / "{hardware}.json")
+MODE_CHECK = str(RESULTS / "modes" / "{hardware}" / "{mode}.json")
 REFERENCE = str(RESULTS / "reference" / "{hardware}" / "{model}.pt")
 RUN = str(RESULTS / "runs" / "{hardware}" / "{model}" / "{mode}.json")
 TRACE = str(TRACES_DIR / "{hardware}" / "{model}" / "{mode}.json")
@@ -27,11 +28,33 @@ FIGURE = str(FIGURES_DIR / "{figure}.{ext}")
 PAPER = str(REPORT_OUT / "paper.{ext}")
 
 # Every tidy table a run writes, and the ones the paper reads.
-TABLE_NAMES = ("runs", "latency_samples", "speedups", "summary", "limits", "top_ops", "hardware_costs")
-PAPER_TABLES = ("runs", "speedups", "summary", "limits", "top_ops", "hardware_costs")
+TABLE_NAMES = (
+    "runs",
+    "latency_samples",
+    "speedups",
+    "summary",
+    "limits",
+    "top_ops",
+    "hardware_costs",
+    "mode_effects",
+    "scaling",
+)
+PAPER_TABLES = ("runs", "speedups", "summary", "limits", "top_ops", "hardware_costs", "mode_effects", "scaling")
+
+# The tables the figures read, in the order of figures.Tables' fields.
+FIGURE_TABLES = ("runs", "latency_samples", "speedups", "hardware_costs", "scaling")
 
 # The paper's figures, in order; figures.FIGURES draws them.
-FIGURE_NAMES = ("latency", "generation", "speedup_heatmap", "compile_cost", "distributions", "hardware", "memory")
+FIGURE_NAMES = (
+    "latency",
+    "generation",
+    "speedup_heatmap",
+    "compile_cost",
+    "distributions",
+    "hardware",
+    "memory",
+    "scaling",
+)
 
 
 def table(name: str) -> str:

@@ -1,10 +1,17 @@
 """Execution modes as definitions: what each mode name means, read by every place that lists modes.
 
-Torch-free, so that the config, the workflow and the report know the modes without
-loading the engine; `wrappers` turns a definition into the callable that is timed.
+A mode is a `kind` (eager, jit, compile, export) and that kind's settings. The five
+built-in modes are presets; a config adds its own under `mode_definitions`. Torch-free,
+so that the config, the workflow and the report know the modes without loading the
+engine; `wrappers` turns resolved settings into the callable that is timed.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+KINDS = ("eager", "jit", "compile", "export")
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 # The built-in modes, in the order tables and figures show them.
 BUILTIN_MODES: dict[str, dict] = {
@@ -15,3 +22,38 @@ BUILTIN_MODES: dict[str, dict] = {
     "compile-max-autotune": {"kind": "compile", "compile": {"mode": "max-autotune"}},
 }
 MODE_NAMES = tuple(BUILTIN_MODES)
+
+# Each kind's settings and their defaults; None means "from the model or measure settings".
+KIND_DEFAULTS: dict[str, dict[str, Any]] = {
+    "eager": {},
+    "jit": {"method": None, "freeze": True, "optimize_for_inference": True},
+    "compile": {"backend": "inductor", "mode": "default", "options": {}, "dynamic": False, "fullgraph": None},
+    "export": {"options": {}, "strict": False},
+}
+
+
+def definitions(config: dict) -> dict[str, dict]:
+    """Every mode the config can name: the built-ins, then its own `mode_definitions`, in order."""
+    return {**BUILTIN_MODES, **config.get("mode_definitions", {})}
+
+
+def settings(definition: dict, *, jit_method: str = "trace", fullgraph: bool = False) -> dict[str, Any]:
+    """A definition with every setting of its kind filled in: exactly what the mode runs with."""
+    kind = definition["kind"]
+    resolved = {**KIND_DEFAULTS[kind], **definition.get(kind, {})}
+    if kind == "jit" and resolved["method"] is None:
+        resolved["method"] = jit_method
+    if kind == "compile" and resolved["fullgraph"] is None:
+        resolved["fullgraph"] = fullgraph
+    return {"kind": kind, **resolved}
+
+
+def ordered(names) -> list[str]:
+    """Mode names in display order: built-ins in their order, then the others as they first appear."""
+    names = list(dict.fromkeys(names))
+    return [m for m in MODE_NAMES if m in names] + [m for m in names if m not in BUILTIN_MODES]
+
+
+def label(name: str) -> str:
+    """A short axis label."""
+    return name.replace("compile-", "c-")

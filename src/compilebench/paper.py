@@ -14,7 +14,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from .assets import sha256_of
 from .config import measure_settings
 from .layout import ASSETS_DIR, FIGURE_NAMES
-from .modes import MODE_NAMES
+from .modes import ordered
 from .results import atomic_write, read_json
 from .tables import unbacked_fast_math
 from .thresholds import COSINE_MIN, FLOAT32_REL_TOL
@@ -57,6 +57,61 @@ def key_findings(runs: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
     return findings
 
 
+def settings_findings(effects: pd.DataFrame) -> list[str]:
+    """Which settings made the difference: each defined mode against its built-in base, with the interval."""
+    findings = []
+    for row in _records(effects):
+        interval = _interval(row["ratio_ci95_low"], row["ratio_ci95_high"])
+        if row["verdict"] == "no detectable difference":
+            change = f"made no detectable difference against {row['base_mode']} ({row['ratio']:.2f}×, {interval})"
+        else:
+            change = f"ran {row['ratio']:.2f}× as fast as {row['base_mode']} ({interval}): {row['verdict']}"
+        findings.append(
+            f"On {row['hardware']}, {row['mode']} ({row['differs_in']}) {change} for {row['model']}; "
+            f"over eager, {_times(row['speedup'])} against {_times(row['base_speedup'])}."
+        )
+    return findings
+
+
+def scaling_findings(scaling: pd.DataFrame) -> list[str]:
+    """How each compiled mode's speedup moves across a sweep, from its first swept value to its last."""
+    findings = []
+    compiled = scaling[(scaling["mode"] != "eager") & scaling["speedup"].notna()]
+    for (model, hardware, mode, series), line in compiled.groupby(
+        ["sweep_of", "hardware", "mode", "series"], sort=False, dropna=False
+    ):
+        if len(line) < 2:
+            continue
+        first, last = line.iloc[0], line.iloc[-1]
+        swept = first["swept"].replace("_", " ")
+        if first["speedup_ci95_low"] > last["speedup_ci95_high"]:
+            trend = "falls"
+        elif first["speedup_ci95_high"] < last["speedup_ci95_low"]:
+            trend = "rises"
+        else:
+            trend = "shows no detectable change (overlapping intervals)"
+        where = f" ({series})" if isinstance(series, str) and series else ""
+        findings.append(
+            f"On {hardware}, {mode}'s speedup on {model}{where} {trend} from {first['speedup']:.2f}× "
+            f"({_interval(first['speedup_ci95_low'], first['speedup_ci95_high'])}) at {swept} {first['value']} to "
+            f"{last['speedup']:.2f}× ({_interval(last['speedup_ci95_low'], last['speedup_ci95_high'])}) at "
+            f"{swept} {last['value']}."
+        )
+    return findings
+
+
+def _times(value) -> str:
+    return "–" if value is None else f"{value:.2f}×"
+
+
+def mode_table(runs: pd.DataFrame) -> list[dict]:
+    """One row per mode that ran: its kind and the settings it ran with, as the results record them."""
+    columns = [c for c in runs.columns if c.startswith("mode_")]
+    rows = _records(runs.dropna(subset=["mode_kind"])[["mode", *columns]].drop_duplicates())
+    order = ordered(r["mode"] for r in rows)
+    return sorted(rows, key=lambda r: order.index(r["mode"]))
+
+
 def _published_lookup(published: dict) -> dict[tuple[str, str, str], float]:
     values = published.get("values", {}) if published else {}
     return {
@@ -75,8 +130,8 @@ def results_rows(runs: pd.DataFrame, published: dict) -> list[dict]:
         row["published_tokens_per_s"] = lookup.get(("tokens_per_s", row["model"], row["mode"]))
         row["published_compile_s"] = lookup.get(("compile_s", row["model"], row["mode"]))
         rows.append(row)
-    order = {m: i for i, m in enumerate(MODE_NAMES)}
-    return sorted(rows, key=lambda r: (r["hardware"], r["model"], order.get(r["mode"], 99)))
+    order = {m: i for i, m in enumerate(ordered(r["mode"] for r in rows))}
+    return sorted(rows, key=lambda r: (r["hardware"], r["model"], order[r["mode"]]))
 
 
 def fast_math_note(record: dict) -> str | None:
@@ -171,6 +226,8 @@ def context(
     limits = pd.read_csv(tables["limits"])
     top_ops = pd.read_csv(tables["top_ops"])
     hardware_costs = pd.read_csv(tables["hardware_costs"])
+    effects = pd.read_csv(tables["mode_effects"])
+    scaling = pd.read_csv(tables["scaling"])
     envs = [read_json(p) for p in env_records]
     published = config.get("published") or {}
     by_name = {Path(f).stem: Path(f) for f in figures}
@@ -180,7 +237,9 @@ def context(
         "title": config.get("title", "compilebench"),
         "authors": config.get("authors", ""),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
-        "findings": key_findings(runs, speedups),
+        "findings": key_findings(runs, speedups) + settings_findings(effects) + scaling_findings(scaling),
+        "scaling": _records(scaling),
+        "modes": mode_table(runs),
         "summary": summary.to_dict("records"),
         "counts": runs["status"].value_counts().to_dict(),
         "jobs": len(runs),

@@ -17,6 +17,7 @@ STATUSES = ("ok", "failed", "timeout", "unsupported")
 class Experiment(TypedDict):
     model: str
     mode: str
+    mode_settings: dict[str, Any]  # modes.settings: the kind and every setting of it
     hardware: str
     seed: int
     spec: dict[str, Any]  # the model entry, asset names resolved to paths
@@ -42,6 +43,9 @@ class ResultHeader(TypedDict):
     task: str
     dtype: str
     batch_size: int
+    sweep_of: str | None  # the model a sweep point belongs to
+    swept: dict[str, Any]  # this point's values of the swept settings
+    mode_settings: dict[str, Any]  # exactly what the mode ran with
     status: str  # one of STATUSES
     error: ErrorInfo | None
     started_at: str
@@ -53,7 +57,8 @@ class Result(ResultHeader, total=False):
 
     finished_at: str
     environment: dict[str, Any]  # env.summary of the environment record, and where the job ran
-    compile_s: float  # the first call, cold cache
+    compile_s: float  # cold: the first call, after what preparation counts (jit scripting; export and package build)
+    preparation: dict[str, float]  # seconds of each step before the first call (script_s; export_s, package_s, load_s)
     warmup_ms: list[float]
     latency_ms: list[float]  # one per timed iteration
     eager_latency_ms: list[float]  # eager, interleaved with the mode
@@ -86,11 +91,14 @@ def result_header(
         "schema": SCHEMA_VERSION,
         "model": exp["model"],
         "mode": exp["mode"],
+        "mode_settings": exp["mode_settings"],
         "hardware": exp["hardware"],
         "device": exp["device"],
         "task": spec["task"],
         "dtype": spec["dtype"],
         "batch_size": spec["batch_size"],
+        "sweep_of": spec.get("sweep_of"),
+        "swept": spec.get("swept", {}),
         "status": status,
         "error": None if error is None else {"message": error, "traceback": traceback},
         "started_at": started_at or now(),

@@ -8,6 +8,7 @@ import tempfile
 import traceback
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import dataclass
 
 import torch
 
@@ -90,11 +91,13 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None) -> dict:
     clock = timing.Clock(device)
     health = CompilerHealth()
     health.start()
-    with torch.no_grad(), wrappers.precision(device, spec["dtype"]):
-        call, eager_call, generator = callables(bundle, exp, clock)
+    workdir = tempfile.TemporaryDirectory(prefix="compilebench-work-")  # an export mode's package
+    with workdir, torch.no_grad(), wrappers.precision(device, spec["dtype"]):
+        prepared = callables(bundle, exp, clock, workdir.name)
+        call, eager_call, generator = prepared.call, prepared.eager, prepared.generator
         log.info("first call (compiles for compile modes)")
-        compile_ms, _ = clock.time(call)
-        log.info("first call took %.2f s; warm-up (%d iterations)", compile_ms / 1e3, settings["warmup"])
+        first_ms, _ = clock.time(call)
+        log.info("first call took %.2f s; warm-up (%d iterations)", first_ms / 1e3, settings["warmup"])
         warmup_ms = timing.warm_up(call, clock, settings["warmup"])
         loop = {k: settings[k] for k in ("iterations", "min_time_s", "max_iterations")}
         eager_ms: list[float] = []
@@ -119,7 +122,8 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None) -> dict:
         reference = reference_outputs(exp)
     check = _check(bundle, output, reference, compute_dtype(spec))
     record = {
-        "compile_s": compile_ms / 1e3,
+        "compile_s": cold_compile_s(prepared.preparation, first_ms / 1e3),
+        "preparation": {**prepared.preparation, "first_call_s": first_ms / 1e3},
         "warmup_ms": warmup_ms,
         "latency_ms": latency_ms,
         "stats": stats.summarize(latency_ms, resamples=settings["bootstrap_resamples"], seed=exp["seed"]),
@@ -156,22 +160,43 @@ def _workload(bundle: Bundle, spec: dict) -> dict:
     return work
 
 
-def callables(bundle: Bundle, exp: dict, clock: timing.Clock) -> tuple[Callable, Callable, GreedyGenerator | None]:
+@dataclass
+class Prepared:
+    """What is timed: the mode's call and eager's, the generator for text generation, and what preparing took."""
+
+    call: Callable
+    eager: Callable
+    generator: GreedyGenerator | None
+    preparation: dict[str, float]
+
+
+def cold_compile_s(preparation: dict[str, float], first_call_s: float) -> float:
+    """What compiling costs before the first result: scripting plus the first call for jit, export and package
+    build for export (its load and first call are reported apart, as a deployment pays them), the first call
+    for lazy modes."""
+    if "export_s" in preparation:
+        return preparation["export_s"] + preparation["package_s"]
+    return preparation.get("script_s", 0.0) + first_call_s
+
+
+def callables(bundle: Bundle, exp: dict, clock: timing.Clock, workdir: str) -> Prepared:
     """The timed call for the mode and for eager; generators too for text generation."""
-    spec, settings, device = exp["spec"], exp["measure"], exp["device"]
-    options = {"fullgraph": settings["fullgraph"], "jit": spec["jit"], "device": device, "dtype": spec["dtype"]}
+    spec, device, settings = exp["spec"], exp["device"], exp["mode_settings"]
+    options = {"device": device, "dtype": spec["dtype"], "workdir": workdir}
     if bundle.causal_lm is None:
-        fn = wrappers.wrap(bundle.module, exp["mode"], bundle.inputs, **options)
+        fn, preparation = wrappers.wrap(bundle.module, settings, bundle.inputs, **options)
         inputs = bundle.inputs
-        return (lambda: fn(*inputs)), (lambda: bundle.module(*inputs)), None
-    if exp["mode"] == "jit":
+        return Prepared(lambda: fn(*inputs), lambda: bundle.module(*inputs), None, preparation)
+    if settings["kind"] == "jit":
         raise Unsupported("TorchScript cannot capture generation with a KV cache; use eager or a compile mode")
+    if settings["kind"] == "export":
+        raise Unsupported("compilebench does not export a generation loop with a KV cache; use eager or a compile mode")
     log.info("generating %d new tokens per iteration", spec["new_tokens"])
-    step = wrappers.wrap(bundle.causal_lm, exp["mode"], bundle.inputs, **options)
+    step, preparation = wrappers.wrap(bundle.causal_lm, settings, bundle.inputs, **options)
     prompt = bundle.inputs[0]
     generator = GreedyGenerator(bundle.causal_lm, step, prompt, spec["new_tokens"], clock)
     eager = GreedyGenerator(bundle.causal_lm, bundle.causal_lm, prompt, spec["new_tokens"], clock)
-    return generator, eager, generator
+    return Prepared(generator, eager, generator, preparation)
 
 
 def _check(bundle: Bundle, output: torch.Tensor | Generation, reference: dict, dtype: str) -> dict:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import figures, paper, tables
 from .config import hardware_prices, peak_overrides
-from .layout import PAPER_TABLES, TABLE_NAMES
+from .layout import FIGURE_TABLES, PAPER_TABLES, TABLE_NAMES
 
 
 def write_tables(result_paths: list[Path], config: dict, out_dir: Path) -> dict[str, Path]:
@@ -29,6 +29,8 @@ def write_tables(result_paths: list[Path], config: dict, out_dir: Path) -> dict[
             runs, hardware_prices(config), config["report"].get("baseline_hardware")
         ),
     }
+    frames["mode_effects"] = tables.mode_effects(runs, frames["latency_samples"])
+    frames["scaling"] = tables.scaling(runs)
     assert tuple(frames) == TABLE_NAMES
     paths = {name: out_dir / f"{name}.csv" for name in frames}
     for name, frame in frames.items():
@@ -48,9 +50,7 @@ def write_paper(
 ) -> dict[str, float]:
     """Figures (SVG and PNG), paper.html and, where asked, paper.pdf; returns seconds per stage."""
     seconds, begin = {}, time.perf_counter()
-    drawn = figures.load_tables(
-        table_paths["runs"], table_paths["latency_samples"], table_paths["speedups"], table_paths["hardware_costs"]
-    )
+    drawn = figures.load_tables(*(table_paths[name] for name in FIGURE_TABLES))
     figure_dir = out_dir / "figures"
     for name in figures.FIGURES:
         figures.render(name, drawn, [figure_dir / f"{name}.svg", figure_dir / f"{name}.png"])

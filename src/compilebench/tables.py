@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from . import stats
 from .errors import UserError
+from .modes import MODE_NAMES
 from .results import read_result
 
 IDENTITY = ["hardware", "model", "mode", "task", "device", "dtype", "batch_size"]
+SWEEP_COLUMNS = ["sweep_of", "image_size", "seq_len", "new_tokens"]  # batch_size and dtype are identity columns
+PREPARATION_COLUMNS = ["first_call_s", "script_s", "export_s", "package_s", "load_s", "package_bytes"]
+SAMPLE_KEYS = ["hardware", "model", "mode", "dtype", "batch_size", *SWEEP_COLUMNS]
 MEASURE_COLUMNS = [
     "warmup",
     "iterations",
@@ -35,8 +41,11 @@ def _run_row(result: dict, path: str) -> dict:
     error = result.get("error") or {}
     environment = result.get("environment") or {}
     workload = result.get("workload", {})
+    preparation = result.get("preparation", {})
     return {
         **{key: result.get(key) for key in IDENTITY},
+        **sweep_columns(result),
+        **mode_columns(result.get("mode_settings") or {}),
         "device_name": environment.get("device_name"),
         "threads": environment.get("threads"),
         "bf16_native": environment.get("bf16_native"),
@@ -56,6 +65,7 @@ def _run_row(result: dict, path: str) -> dict:
         "ci95_low_ms": ci[0],
         "ci95_high_ms": ci[1],
         "compile_s": result.get("compile_s"),
+        **{key: preparation.get(key) for key in PREPARATION_COLUMNS},
         "samples_per_s": result.get("throughput", {}).get("samples_per_s"),
         "tokens_per_s": generation.get("tokens_per_s"),
         "ttft_ms": generation.get("ttft_ms"),
@@ -82,6 +92,26 @@ def _run_row(result: dict, path: str) -> dict:
     }
 
 
+def sweep_columns(result: dict) -> dict:
+    """The model a sweep point belongs to, and its swept shape values (batch size and dtype are always columns)."""
+    swept = result.get("swept") or {}
+    return {"sweep_of": result.get("sweep_of"), **{key: swept.get(key) for key in SWEEP_COLUMNS[1:]}}
+
+
+def mode_columns(settings: dict) -> dict:
+    """The settings a mode ran with, one column each, so that two modes that differ in one option tell apart."""
+    options = settings.get("options")
+    return {
+        "mode_kind": settings.get("kind"),
+        "mode_backend": settings.get("backend"),
+        "mode_compile_mode": settings.get("mode"),
+        "mode_options": json.dumps(options, sort_keys=True) if options else None,
+        "mode_dynamic": settings.get("dynamic"),
+        "mode_fullgraph": settings.get("fullgraph"),
+        "mode_jit_method": settings.get("method"),
+    }
+
+
 def runs_table(paths: list[str | Path]) -> pd.DataFrame:
     """One row per job, from exactly the result files given (the current config's)."""
     rows = [_run_row(read_result(path), str(path)) for path in paths]
@@ -96,10 +126,10 @@ def latency_samples(paths: list[str | Path]) -> pd.DataFrame:
         samples = result.get("latency_ms") or []
         if samples:
             frame = pd.DataFrame({"iteration": range(len(samples)), "latency_ms": samples})
-            for key in ("hardware", "model", "mode", "dtype", "batch_size"):
-                frame.insert(len(frame.columns) - 2, key, result.get(key))
+            for key, value in {**{k: result.get(k) for k in SAMPLE_KEYS[:5]}, **sweep_columns(result)}.items():
+                frame.insert(len(frame.columns) - 2, key, value)
             frames.append(frame)
-    columns = ["hardware", "model", "mode", "dtype", "batch_size", "iteration", "latency_ms"]
+    columns = [*SAMPLE_KEYS, "iteration", "latency_ms"]
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
 
 
@@ -203,6 +233,36 @@ def _int_or_none(value) -> int | None:
     return None if value is None or (isinstance(value, float) and np.isnan(value)) else int(value)
 
 
+SWEEP_KEYS = ["batch_size", "image_size", "seq_len", "new_tokens", "dtype"]
+
+
+def scaling(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per swept model, hardware and mode: latency, throughput and speedup at each value of the swept setting.
+
+    `swept` names the first setting whose value varies across the model's points (the x axis); the others
+    that vary make up `series` (one line each), such as `image_size=224`.
+    """
+    rows = []
+    swept_runs = runs[runs["sweep_of"].notna() & (runs["status"] == "ok")]
+    for (model, hardware), frame in swept_runs.groupby(["sweep_of", "hardware"], sort=False):
+        varying = [key for key in SWEEP_KEYS if frame[key].nunique(dropna=True) > 1] or ["batch_size"]
+        for run in frame.to_dict("records"):
+            rows.append({
+                "sweep_of": model, "hardware": hardware, "mode": run["mode"], "point": run["model"],
+                "swept": varying[0], "value": run[varying[0]],
+                "series": ", ".join(f"{key}={run[key]}" for key in varying[1:]),
+                "median_ms": run["median_ms"], "ci95_low_ms": run["ci95_low_ms"], "ci95_high_ms": run["ci95_high_ms"],
+                "samples_per_s": run["samples_per_s"], "tokens_per_s": run["tokens_per_s"], "speedup": run["speedup"],
+                "speedup_ci95_low": run["speedup_ci95_low"], "speedup_ci95_high": run["speedup_ci95_high"],
+                "correct": run["correct"],
+            })  # fmt: skip
+    columns = ["sweep_of", "hardware", "mode", "point", "swept", "value", "series", "median_ms", "ci95_low_ms",
+               "ci95_high_ms", "samples_per_s", "tokens_per_s", "speedup", "speedup_ci95_low", "speedup_ci95_high",
+               "correct"]  # fmt: skip
+    table = pd.DataFrame(rows, columns=columns)
+    return table.sort_values(["sweep_of", "hardware", "mode", "series", "value"], kind="stable").reset_index(drop=True)
+
+
 def speedups(runs: pd.DataFrame) -> pd.DataFrame:
     """Per hardware x model x mode: the interleaved speedup with its interval, and the cross-job ratio beside it."""
     eager = runs[(runs["mode"] == "eager") & (runs["status"] == "ok")].set_index(["hardware", "model"])["median_ms"]
@@ -216,6 +276,7 @@ def speedups(runs: pd.DataFrame) -> pd.DataFrame:
         "mode",
         "dtype",
         "batch_size",
+        *SWEEP_COLUMNS,
         "status",
         "speedup",
         "speedup_ci95_low",
@@ -242,6 +303,69 @@ def geometric_mean_summary(speedups_table: pd.DataFrame) -> pd.DataFrame:
     ).reset_index()
     totals = speedups_table.groupby(["hardware", "mode"], sort=False)["model"].nunique().rename("models_total")
     return summary.merge(totals.reset_index(), on=["hardware", "mode"], how="right").fillna({"models": 0})
+
+
+MODE_SETTING_COLUMNS = ["mode_kind", "mode_backend", "mode_compile_mode", "mode_options", "mode_dynamic",
+                        "mode_fullgraph", "mode_jit_method"]  # fmt: skip
+
+
+def base_mode(settings: dict) -> str | None:
+    """The built-in mode a defined one is best set against: the same torch.compile mode without the
+    definition's own settings; compile-default for an AOTInductor package; jit for TorchScript settings."""
+    kind = settings.get("mode_kind")
+    if kind == "compile":
+        mode = settings.get("mode_compile_mode") or "default"
+        return "compile-" + ("max-autotune" if mode == "max-autotune-no-cudagraphs" else mode)
+    return {"export": "compile-default", "jit": "jit"}.get(kind)
+
+
+def mode_effects(runs: pd.DataFrame, samples: pd.DataFrame, *, resamples: int = 2000) -> pd.DataFrame:
+    """What a defined mode's settings changed: its median latency against its built-in base mode's, same model
+    and hardware, as base median / mode median with a bootstrap 95% interval from both jobs' samples."""
+    ok = runs[runs["status"] == "ok"].set_index(["hardware", "model", "mode"])
+    rows = []
+    for (hardware, model, mode), run in ok.iterrows():
+        base = base_mode(run.to_dict())
+        if mode in MODE_NAMES or base not in ok.loc[(hardware, model)].index:
+            continue
+        pick = samples[(samples["hardware"] == hardware) & (samples["model"] == model)]
+        ratio = stats.speedup(
+            list(pick.loc[pick["mode"] == base, "latency_ms"]), list(pick.loc[pick["mode"] == mode, "latency_ms"]),
+            resamples=resamples,
+        )  # fmt: skip
+        low, high = ratio["ci95"]
+        rows.append({
+            "hardware": hardware, "model": model, "mode": mode, "base_mode": base,
+            "differs_in": settings_difference(run.to_dict(), ok.loc[(hardware, model, base)].to_dict()),
+            "ratio": ratio["value"], "ratio_ci95_low": low, "ratio_ci95_high": high, "verdict": verdict(low, high),
+            "speedup": run["speedup"], "base_speedup": ok.loc[(hardware, model, base), "speedup"],
+        })  # fmt: skip
+    columns = ["hardware", "model", "mode", "base_mode", "differs_in", "ratio", "ratio_ci95_low", "ratio_ci95_high",
+               "verdict", "speedup", "base_speedup"]  # fmt: skip
+    return pd.DataFrame(rows, columns=columns)
+
+
+def settings_difference(run: dict, base: dict) -> str:
+    """The settings in which two runs' modes differ, as `name: value` (the first run's value)."""
+    differing = []
+    for column in MODE_SETTING_COLUMNS:
+        value, other = run.get(column), base.get(column)
+        if not (_missing(value) and _missing(other)) and value != other:
+            differing.append(f"{column.removeprefix('mode_')}: {'–' if _missing(value) else value}")
+    return "; ".join(differing) or "nothing"
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value))
+
+
+def verdict(low: float, high: float) -> str:
+    """What a ratio's 95% interval supports: faster or slower only when it excludes 1."""
+    if low > 1:
+        return "faster"
+    if high < 1:
+        return "slower"
+    return "no detectable difference"
 
 
 def hardware_costs(runs: pd.DataFrame, prices: dict[str, float], baseline: str | None) -> pd.DataFrame:

@@ -1,14 +1,19 @@
-"""How a built model is wrapped, in the mode a definition names, before it is timed."""
+"""How a built model is wrapped, with the settings its mode resolves to, before it is timed."""
 
 from __future__ import annotations
 
 import contextlib
+import difflib
+import os
+import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
 
-from .errors import Unsupported
+from .errors import Unsupported, UserError
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -20,24 +25,47 @@ def precision(device: str, dtype: str) -> contextlib.AbstractContextManager:
     return torch.autocast(device_type=device, dtype=DTYPES[dtype])
 
 
-def compile_options(mode: str, fullgraph: bool) -> dict:
-    return {"backend": "inductor", "mode": mode.removeprefix("compile-"), "fullgraph": fullgraph, "dynamic": False}
+def inductor_options(settings: dict) -> dict[str, Any]:
+    """The inductor settings a compile runs with: its torch.compile mode's presets, then the definition's own.
+
+    torch.compile refuses `mode` and `options` together; its own table of what each mode sets
+    (`torch._inductor.list_mode_options`) lets both hold at once.
+    """
+    return {**torch._inductor.list_mode_options(settings["mode"], settings["dynamic"]), **settings["options"]}
+
+
+def compile_kwargs(settings: dict) -> dict[str, Any]:
+    kwargs = {"backend": settings["backend"], "dynamic": settings["dynamic"], "fullgraph": settings["fullgraph"]}
+    if settings["options"] and settings["backend"] == "inductor":
+        kwargs["options"] = inductor_options(settings)
+    elif settings["options"]:
+        kwargs.update(mode=settings["mode"], options=settings["options"])
+    else:
+        kwargs["mode"] = settings["mode"]
+    return kwargs
 
 
 def wrap(
-    module: nn.Module, mode: str, inputs: tuple, *, fullgraph: bool, jit: str, device: str, dtype: str
-) -> Callable:
-    """The callable that runs `module` in `mode`; lazy modes compile on their first call."""
-    if mode == "eager":
-        return module
-    if mode == "jit":
-        return _torchscript(module, inputs, jit, device, dtype)
-    if mode.startswith("compile-"):
-        compiled = torch.compile(module, **compile_options(mode, fullgraph))
-        if mode == "compile-reduce-overhead" and device.startswith("cuda"):
-            return _cuda_graph_steps(compiled)
-        return compiled
-    raise Unsupported(f"unknown mode {mode!r}")
+    module: nn.Module, settings: dict, inputs: tuple, *, device: str, dtype: str, workdir: str
+) -> tuple[Callable, dict]:
+    """The callable that runs `module` as `settings` say, and the seconds each step of preparing it took.
+
+    Lazy modes (compile) compile on their first call; jit and export do their work here.
+    """
+    kind = settings["kind"]
+    if kind == "eager":
+        return module, {}
+    if kind == "jit":
+        return _torchscript(module, inputs, settings, device, dtype)
+    if kind == "compile":
+        compiled = torch.compile(module, **compile_kwargs(settings))
+        cudagraphs = settings["backend"] == "inductor" and inductor_options(settings).get("triton.cudagraphs")
+        if cudagraphs and device.startswith("cuda"):
+            return _cuda_graph_steps(compiled), {}
+        return compiled, {}
+    if kind == "export":
+        return _aot_inductor(module, inputs, settings, device, dtype, workdir)
+    raise Unsupported(f"unknown mode kind {kind!r}")
 
 
 def _cuda_graph_steps(compiled: Callable) -> Callable:
@@ -50,17 +78,79 @@ def _cuda_graph_steps(compiled: Callable) -> Callable:
     return step
 
 
-def _torchscript(module: nn.Module, inputs: tuple, method: str, device: str, dtype: str) -> Callable:
-    """Trace or script, freeze, and optimize_for_inference, as the Graviton study did."""
+def _torchscript(module: nn.Module, inputs: tuple, settings: dict, device: str, dtype: str) -> tuple[Callable, dict]:
+    """Trace or script, then freeze and optimize_for_inference where the settings say so (as the Graviton study)."""
+    method = settings["method"]
+    begin = time.perf_counter()
     try:
         with torch.no_grad(), precision(device, dtype):
             if method == "script":
                 scripted = torch.jit.script(module)
             else:
                 scripted = torch.jit.trace(module, inputs, strict=False, check_trace=False)
-            return torch.jit.optimize_for_inference(torch.jit.freeze(scripted.eval()))
+            scripted = scripted.eval()
+            if settings["freeze"]:
+                scripted = torch.jit.freeze(scripted)
+            if settings["optimize_for_inference"]:
+                scripted = torch.jit.optimize_for_inference(scripted)
     except Exception as exc:  # TorchScript raises many types; all mean "cannot apply"
         raise Unsupported(f"TorchScript {method} failed: {type(exc).__name__}: {_first_line(exc)}") from exc
+    return scripted, {"script_s": time.perf_counter() - begin}
+
+
+def _aot_inductor(
+    module: nn.Module, inputs: tuple, settings: dict, device: str, dtype: str, workdir: str
+) -> tuple[Callable, dict]:
+    """torch.export, then an AOTInductor package built and loaded, as a model is deployed without a Python compile."""
+    begin = time.perf_counter()
+    try:
+        with torch.no_grad(), precision(device, dtype):
+            exported = torch.export.export(module, inputs, strict=settings["strict"])
+    except Exception as exc:  # export reports an unexportable model through many exception types
+        raise Unsupported(f"torch.export failed: {type(exc).__name__}: {_first_line(exc)}") from exc
+    exported_at = time.perf_counter()
+    package = Path(workdir) / "model.pt2"
+    with precision(device, dtype):
+        path = torch._inductor.aoti_compile_and_package(
+            exported, package_path=str(package), inductor_configs=dict(settings["options"])
+        )
+    built_at = time.perf_counter()
+    loaded = torch._inductor.aoti_load_package(path)
+    loaded_at = time.perf_counter()
+    steps = {
+        "export_s": exported_at - begin,
+        "package_s": built_at - exported_at,
+        "load_s": loaded_at - built_at,
+        "package_bytes": os.path.getsize(path),
+    }
+    return loaded, steps
+
+
+def check(name: str, settings: dict) -> dict:
+    """Refuse, naming the config key, a backend or inductor setting that the installed torch does not know."""
+    kind = settings["kind"]
+    key = f"mode_definitions.{name}.{kind}"
+    if kind == "compile":
+        backends = torch._dynamo.list_backends(exclude_tags=())
+        if settings["backend"] not in backends:
+            raise UserError(
+                f"Config key `{key}.backend` is {settings['backend']!r}, which torch {torch.__version__} does not "
+                f"know: expected one of {', '.join(backends)}."
+            )
+    known = torch._inductor.config.get_config_copy()
+    if kind in ("compile", "export") and (kind == "export" or settings["backend"] == "inductor"):
+        for option in settings["options"]:
+            if option not in known:
+                close = difflib.get_close_matches(option, list(known), n=3)
+                hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+                raise UserError(
+                    f"Config key `{key}.options.{option}` is not an inductor setting that torch {torch.__version__} "
+                    f"knows{hint}: expected a name from torch._inductor.config, such as freezing or cpp_wrapper."
+                )
+    record = {"mode": name, "settings": settings, "torch": torch.__version__}
+    if kind == "compile" and settings["backend"] == "inductor":
+        record["inductor_options"] = inductor_options(settings)
+    return record
 
 
 def _first_line(exc: BaseException) -> str:

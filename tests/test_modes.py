@@ -1,0 +1,123 @@
+"""Modes defined in config: compile variants, AOTInductor packages, TorchScript settings, and bad definitions."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from helpers import TINY_MODELS, tiny_config
+
+from compilebench import config as configuration
+from compilebench import runner, wrappers
+from compilebench.errors import ConfigError, UserError
+from compilebench.modes import settings
+
+DEFINED = {
+    "compile-freezing": {"kind": "compile", "compile": {"options": {"freezing": True}}},
+    "mat-freezing": {
+        "kind": "compile",
+        "compile": {"mode": "max-autotune-no-cudagraphs", "options": {"freezing": True}},
+    },
+    "aoti": {"kind": "export"},
+    "script-unfrozen": {"kind": "jit", "jit": {"method": "trace", "freeze": False, "optimize_for_inference": False}},
+}
+
+
+def experiment(mode: str, **overrides) -> dict:
+    raw = tiny_config({"resnet": TINY_MODELS["resnet"]}, mode_definitions=DEFINED, **overrides)
+    raw["modes"] = ["eager", *DEFINED]
+    return configuration.experiment(configuration.validate(raw), "resnet", mode, "cpu")
+
+
+def test_mode_and_options_merge_the_way_torch_documents():
+    merged = wrappers.compile_kwargs(settings(DEFINED["mat-freezing"]))
+    assert "mode" not in merged  # torch.compile refuses mode and options together
+    assert merged["options"] == {"max_autotune": True, "coordinate_descent_tuning": True, "freezing": True}
+    assert wrappers.compile_kwargs(settings({"kind": "compile"}))["mode"] == "default"
+
+
+@pytest.mark.slow
+def test_a_defined_freezing_mode_runs_and_records_its_setting():
+    result = runner.run(experiment("compile-freezing"))
+    assert result["status"] == "ok", result["error"]
+    assert result["mode_settings"] == {
+        "kind": "compile", "backend": "inductor", "mode": "default", "options": {"freezing": True},
+        "dynamic": False, "fullgraph": False,
+    }  # fmt: skip
+    assert result["correctness"]["passed"] and result["speedup"]["value"] > 0
+
+
+@pytest.mark.slow
+def test_an_export_mode_builds_loads_and_times_an_aot_inductor_package():
+    result = runner.run(experiment("aoti"))
+    assert result["status"] == "ok", result["error"]
+    steps = result["preparation"]
+    assert steps["export_s"] > 0 and steps["package_s"] > 0 and steps["load_s"] > 0 and steps["package_bytes"] > 1e5
+    assert result["compile_s"] == pytest.approx(steps["export_s"] + steps["package_s"])
+    assert result["correctness"]["passed"], result["correctness"]
+    assert result["compiler"]["graphs"] == 0  # no TorchDynamo at run time: the package runs as built
+
+
+@pytest.mark.slow
+def test_a_model_that_cannot_be_exported_is_unsupported_with_torchs_reason(monkeypatch):
+    plain = torch.nn.Linear.forward
+
+    def data_dependent(self, x):
+        return plain(self, x) if x.sum() > 0 else plain(self, -x)
+
+    monkeypatch.setattr(torch.nn.Linear, "forward", data_dependent)
+    result = runner.run(experiment("aoti"))
+    assert result["status"] == "unsupported"
+    assert result["error"]["message"].startswith("torch.export failed:")
+    assert "data-dependent" in result["error"]["message"]
+
+
+def test_jit_settings_reach_torchscript():
+    exp = experiment("script-unfrozen")
+    module = torch.nn.Sequential(torch.nn.Linear(4, 4)).eval()
+    scripted, steps = wrappers.wrap(
+        module, exp["mode_settings"], (torch.randn(1, 4),), device="cpu", dtype="float32", workdir="."
+    )
+    assert isinstance(scripted, torch.jit.ScriptModule) and steps["script_s"] > 0
+    assert hasattr(scripted, "training")  # not frozen: a frozen module is a RecursiveScriptModule without parameters
+    assert len(list(scripted.parameters())) == 2
+
+
+@pytest.mark.parametrize(
+    ("definitions", "key"),
+    [
+        ({"eager": {"kind": "jit"}}, "mode_definitions.eager"),
+        ({"x": {"kind": "turbo"}}, "mode_definitions.x.kind"),
+        ({"x": {"kind": "compile", "export": {}}}, "mode_definitions.x.export"),
+        ({"x": {"kind": "compile", "compile": {"mode": "fast"}}}, "mode_definitions.x.compile.mode"),
+        ({"x/../y": {"kind": "eager"}}, "mode_definitions"),
+    ],
+)
+def test_bad_definitions_fail_before_anything_runs_with_the_key_named(definitions, key):
+    raw = tiny_config({"resnet": TINY_MODELS["resnet"]}, mode_definitions=definitions)
+    with pytest.raises(ConfigError, match=f"`{key}"):
+        configuration.validate(raw)
+
+
+def test_an_undefined_mode_name_is_refused_with_its_key():
+    raw = tiny_config({"resnet": {**TINY_MODELS["resnet"], "modes": ["eager", "compile-fast"]}})
+    with pytest.raises(ConfigError, match=r"`models.resnet.modes.1` is 'compile-fast'.*mode_definitions"):
+        configuration.validate(raw)
+
+
+@pytest.mark.parametrize(
+    ("definition", "key"),
+    [
+        ({"kind": "compile", "compile": {"options": {"freezng": True}}}, "mode_definitions.m.compile.options.freezng"),
+        ({"kind": "compile", "compile": {"backend": "tensorrt-x"}}, "mode_definitions.m.compile.backend"),
+        (
+            {"kind": "export", "export": {"options": {"no_such_knob": 1}}},
+            "mode_definitions.m.export.options.no_such_knob",
+        ),
+    ],
+)
+def test_settings_the_installed_torch_does_not_know_are_refused_with_the_key(definition, key):
+    with pytest.raises(UserError, match=f"`{key}`.*torch {re.escape(torch.__version__)}"):
+        wrappers.check("m", settings(definition))
+    assert wrappers.check("m", settings(DEFINED["compile-freezing"]))["inductor_options"] == {"freezing": True}
