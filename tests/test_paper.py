@@ -117,3 +117,10 @@ def test_scaling_findings_say_how_the_speedup_moves_with_its_interval(tmp_path):
     assert "at batch size 1 to 1.0" in finding and finding.endswith("at batch size 16.") and "95% CI" in finding
     flat = scaling.assign(speedup_ci95_low=0.5, speedup_ci95_high=3.0)
     assert "shows no detectable change" in paper.scaling_findings(pd.DataFrame(flat))[0]
+
+
+def test_published_figures_without_source_or_hardware_still_render(paper_inputs):
+    tabs, figs, envs = paper_inputs
+    config = validated(published={"values": {"median_ms": {"resnet": {"eager": 18.76}}}})
+    html = render(tabs, figs, envs, config)
+    assert "beside the published figures of <em>the published study</em>" in html and "18.76" in html
