@@ -107,7 +107,15 @@ def tiny_workflow_config(mirror: Path) -> dict:
     assets["mirror"] = str(mirror)
     return {
         "modes": ["eager", "compile-default"],
-        "measure": {"warmup": 1, "iterations": 3, "min_time_s": 0, "interleave_block": 1, "bootstrap_resamples": 200},
+        # The workflow tests do not measure compile time: their jobs share the tests' inductor cache.
+        "measure": {
+            "warmup": 1,
+            "iterations": 3,
+            "min_time_s": 0,
+            "interleave_block": 1,
+            "bootstrap_resamples": 200,
+            "private_cache": False,
+        },  # fmt: skip
         "models": {
             "resnet": {
                 **TINY_MODELS["resnet"],

@@ -82,7 +82,8 @@ def test_load_reports_missing_and_malformed_files(tmp_path):
 
 def test_shipped_default_config_is_valid():
     config = configuration.load(configuration.SCHEMA_PATH.parents[3] / "config" / "config.yaml")
-    assert {"resnet18", "vit-tiny", "llama-tiny"} <= set(config["models"])
+    assert set(config["models"]) == {"resnet18", "vit-tiny.bs1", "vit-tiny.bs8", "llama-tiny"}
+    assert "compile-freezing" in configuration.model_modes(config, "resnet18")
 
 
 def test_an_image_that_is_not_an_image_is_refused_before_anything_runs(tmp_path):

@@ -353,6 +353,7 @@ def test_killed_run_resumes_keeping_finished_results(tmp_path):
     import time
 
     config = tiny_workflow_config(ASSETS_MIRROR)
+    config["measure"]["private_cache"] = True  # cold compiles: the kill lands during a first call
     config["models"] = {
         "resnet": {**TINY_MODELS["resnet"], "modes": ["eager", "compile-default", "compile-max-autotune"]}
     }
