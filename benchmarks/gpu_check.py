@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from compilebench import config as configuration  # noqa: E402
+from compilebench import layout  # noqa: E402
 from compilebench.standalone import write_paper, write_tables  # noqa: E402
 
 PAPER_RESERVE_S = 45
@@ -67,7 +68,7 @@ def main() -> int:
     os.chdir(args.out)  # results/ and logs/ land in the folder named
     deadline = time.monotonic() + args.budget_s
     (hardware,) = list(config["hardware"])
-    env_record = Path(f"results/env/{hardware}.json")
+    env_record = Path(layout.ENV_RECORD.format(hardware=hardware))
     begin = time.monotonic()
     if _cli(
         "env",
@@ -85,7 +86,7 @@ def main() -> int:
     print(f"environment record: {time.monotonic() - begin:.0f} s", flush=True)
     results = []
     for model, mode in _job_order(config):
-        reference = Path(f"results/reference/{hardware}/{model}.pt")
+        reference = Path(layout.REFERENCE.format(hardware=hardware, model=model))
         if not reference.exists():
             _cli(
                 "reference",
@@ -99,7 +100,7 @@ def main() -> int:
                 str(reference),
                 log=Path(f"logs/reference/{hardware}/{model}.log"),
             )
-        out = Path(f"results/runs/{hardware}/{model}/{mode}.json")
+        out = Path(layout.RUN.format(hardware=hardware, model=model, mode=mode))
         left = max(1.0, deadline - time.monotonic())
         timeout = min(configuration.measure_settings(config, model)["timeout_s"], left)
         started = time.monotonic()
@@ -125,7 +126,7 @@ def main() -> int:
         )
         print(f"{model}/{mode}: {time.monotonic() - started:.0f} s", flush=True)
         results.append(out)
-    table_paths = write_tables(results, config, Path("results/tables"))
+    table_paths = write_tables(results, config, layout.TABLES_DIR)
     try:
         import weasyprint  # noqa: F401
 
@@ -136,7 +137,7 @@ def main() -> int:
         table_paths,
         [env_record],
         config,
-        Path("results/report"),
+        layout.REPORT_OUT,
         f"python benchmarks/gpu_check.py --config {args.config}",
         ROOT / "report",
         pdf=pdf,

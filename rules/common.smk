@@ -8,7 +8,7 @@ from snakemake.exceptions import WorkflowError
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from compilebench import config as configuration
-from compilebench import engine_sources, layout
+from compilebench import REPORT_MODULES, TABLE_MODULES, engine_sources, layout, sources
 from compilebench.errors import ConfigError, UserError
 from compilebench import modes
 
@@ -70,14 +70,10 @@ def get_final_output():
     return [layout.PAPER.format(ext=ext) for ext in ("html", "pdf")]
 
 
-PACKAGE = Path(workflow.basedir) / "src" / "compilebench"
 REPORT_DIR = Path(workflow.basedir) / "report"
 ENGINE_SOURCES = [str(path) for path in engine_sources()]
-REPORT_SIDE = ("errors", "layout", "records", "results", "tables", "peaks")
-TABLE_SOURCES = [str(PACKAGE / f"{name}.py") for name in REPORT_SIDE]
-REPORT_SOURCES = TABLE_SOURCES + [
-    str(PACKAGE / f"{name}.py") for name in ("modes", "figures", "paper", "config")
-]
+TABLE_SOURCES = [str(path) for path in sources(TABLE_MODULES)]
+REPORT_SOURCES = [str(path) for path in sources(REPORT_MODULES)]
 
 
 def figure_outputs(ext, in_report=False):

@@ -97,6 +97,22 @@ def word_tokenizer(vocab_size: int):
     return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", pad_token="[PAD]", mask_token="[MASK]")
 
 
+# Quick settings for real Snakemake runs. They do not measure compile time, so their jobs
+# share the tests' inductor cache.
+WORKFLOW_MEASURE = {
+    "warmup": 1, "iterations": 3, "min_time_s": 0, "interleave_block": 1, "bootstrap_resamples": 200,
+    "private_cache": False,
+}  # fmt: skip
+# The paper's numbered sections, as its HTML and its PDF show them.
+PAPER_SECTIONS = (
+    "Abstract",
+    "1 Setup",
+    "2 Method",
+    "3 Results",
+    "4 Correctness and compiler health",
+    "5 Reproducibility appendix",
+)
+
 DRY_RUNS: list[str] = []
 PROJECT_PARTS = ["Snakefile", "rules", "scripts", "src", "config", "envs", "report"]
 
@@ -107,15 +123,7 @@ def tiny_workflow_config(mirror: Path) -> dict:
     assets["mirror"] = str(mirror)
     return {
         "modes": ["eager", "compile-default"],
-        # The workflow tests do not measure compile time: their jobs share the tests' inductor cache.
-        "measure": {
-            "warmup": 1,
-            "iterations": 3,
-            "min_time_s": 0,
-            "interleave_block": 1,
-            "bootstrap_resamples": 200,
-            "private_cache": False,
-        },  # fmt: skip
+        "measure": dict(WORKFLOW_MEASURE),
         "models": {
             "resnet": {
                 **TINY_MODELS["resnet"],

@@ -59,6 +59,21 @@ print(json.dumps(sorted(m.split(".")[1] for m in sys.modules if m.startswith("co
     assert loaded == set(compilebench.ENGINE_MODULES)
 
 
+@pytest.mark.parametrize(
+    ("imports", "declared"),
+    [
+        (["compilebench.tables"], compilebench.TABLE_MODULES),
+        (REPORT_SIDE, compilebench.REPORT_MODULES),
+    ],
+)
+def test_table_and_report_rules_declare_exactly_the_code_they_run(imports, declared):
+    code = "; ".join(f"import {name}" for name in imports)
+    code += (
+        "\nimport sys\nprint(' '.join(sorted(m.split('.')[1] for m in sys.modules if m.startswith('compilebench.'))))"
+    )
+    assert set(fresh_python(code).split()) == set(declared)
+
+
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="needs ruff (the test extra installs it)")
 def test_python_and_snakemake_files_are_lint_clean():
     for command in (

@@ -38,8 +38,16 @@ def test_mode_and_options_merge_the_way_torch_documents():
 
 
 @pytest.mark.slow
-def test_a_defined_freezing_mode_runs_and_records_its_setting():
-    result = runner.run(experiment("compile-freezing"))
+def test_a_defined_freezing_mode_runs_freezes_and_records_its_setting(monkeypatch):
+    from torch._inductor import freezing
+
+    frozen_graphs = []
+    freeze = freezing.freeze
+    monkeypatch.setattr(freezing, "freeze", lambda *args, **kwargs: frozen_graphs.append(1) or freeze(*args, **kwargs))
+    exp = experiment("compile-freezing")
+    exp["measure"]["private_cache"] = True  # a cold compile: no cache hit may skip inductor's freezing pass
+    result = runner.run(exp)
+    assert frozen_graphs, "inductor's freezing pass never ran"
     assert result["status"] == "ok", result["error"]
     assert result["mode_settings"] == {
         "kind": "compile", "backend": "inductor", "mode": "default", "options": {"freezing": True},
@@ -80,8 +88,11 @@ def test_jit_settings_reach_torchscript():
         module, exp["mode_settings"], (torch.randn(1, 4),), device="cpu", dtype="float32", workdir="."
     )
     assert isinstance(scripted, torch.jit.ScriptModule) and steps["script_s"] > 0
-    assert hasattr(scripted, "training")  # not frozen: a frozen module is a RecursiveScriptModule without parameters
-    assert len(list(scripted.parameters())) == 2
+    assert len(list(scripted.parameters())) == 2  # not frozen: the weights are still parameters
+    frozen, _ = wrappers.wrap(
+        module, settings({"kind": "jit"}), (torch.randn(1, 4),), device="cpu", dtype="float32", workdir="."
+    )
+    assert len(list(frozen.parameters())) == 0  # the built-in jit freezes them into constants
 
 
 @pytest.mark.parametrize(

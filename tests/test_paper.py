@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers import ROOT, TINY_MODELS, tiny_config
+from helpers import PAPER_SECTIONS, ROOT, TINY_MODELS, tiny_config
 from synthetic import synthetic_results, synthetic_sweep
 
 from compilebench import config as configuration
@@ -82,14 +82,7 @@ def test_paper_has_every_section_and_the_published_column(paper_inputs):
     published = {"source": "The Study", "hardware": "MI210", "values": {"median_ms": {"resnet": {"eager": 18.76}}}}
     config = validated(title="A study", authors="A. Author", published=published)
     html = render(tabs, figs, envs, config)
-    for heading in (
-        "Abstract",
-        "1 Setup",
-        "2 Method",
-        "3 Results",
-        "4 Correctness and compiler health",
-        "5 Reproducibility appendix",
-    ):
+    for heading in PAPER_SECTIONS:
         assert heading in html
     assert "A. Author" in html and "Test CPU" in html and "DNNL_DEFAULT_FPMATH_MODE=BF16" in html
     assert "published ms" in html and "18.76" in html and "The Study" in html

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import slurm_cluster
 import yaml
-from helpers import ASSETS_MIRROR, ROOT, TINY_MODELS, copy_project, expected_runs
+from helpers import ASSETS_MIRROR, ROOT, TINY_MODELS, WORKFLOW_MEASURE, copy_project, expected_runs
 
 pytestmark = [
     pytest.mark.slow,
@@ -29,14 +29,7 @@ def two_partition_config() -> dict:
     assets = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["assets"]
     return {
         "modes": ["eager", "compile-default"],
-        "measure": {
-            "warmup": 1,
-            "iterations": 3,
-            "min_time_s": 0,
-            "interleave_block": 1,
-            "bootstrap_resamples": 200,
-            "private_cache": False,
-        },
+        "measure": dict(WORKFLOW_MEASURE),
         "models": {"resnet": {**TINY_MODELS["resnet"], "image": "dog.jpg", "labels": "imagenet_classes.txt"}},
         "hardware": {
             name: {"device": "cpu", "resources": {"slurm_partition": partition, "mem_mb": 2000, "runtime": 20}}

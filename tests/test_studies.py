@@ -13,6 +13,7 @@ from helpers import (
     ASSETS_MIRROR,
     ROOT,
     TINY_MODELS,
+    WORKFLOW_MEASURE,
     copy_project,
     expected_runs,
     planned_outputs,
@@ -115,16 +116,7 @@ def scaled_down(name: str, folder: Path) -> dict:
     scaled["modes"] = [m for m in scaled["modes"] if m not in scaled.get("mode_definitions", {})]
     for entry in scaled["models"].values():
         entry.get("sweep", {}).update({key: values[:1] for key, values in entry.get("sweep", {}).items()})
-    scaled["measure"] = {
-        "warmup": 1,
-        "iterations": 3,
-        "min_time_s": 0,
-        "interleave_block": 1,
-        "bootstrap_resamples": 200,
-        "private_cache": False,
-        "profile": True,
-        "profile_iterations": 1,
-    }
+    scaled["measure"] = {**WORKFLOW_MEASURE, "profile": True, "profile_iterations": 1}
     scaled["hardware"] = {h: {**entry, "device": "cpu", "conda_env": "cpu"} for h, entry in study["hardware"].items()}
     scaled["assets"]["mirror"] = str(ASSETS_MIRROR)
     return scaled

@@ -19,6 +19,7 @@ import yaml
 from . import modes
 from .errors import ConfigError, UserError  # noqa: F401  (UserError: the base callers catch)
 from .layout import ASSETS_DIR, TRACE, WEIGHTS_DIR
+from .records import SWEEP_KEYS
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
 
@@ -106,7 +107,8 @@ def validate(config: dict) -> dict:
 
 
 # Sweep keys in the order a point's name lists them, with the short form the name uses.
-SWEEP_KEYS = {"batch_size": "bs", "image_size": "img", "seq_len": "seq", "new_tokens": "new", "dtype": ""}
+SWEEP_NAMES = {"batch_size": "bs", "image_size": "img", "seq_len": "seq", "new_tokens": "new", "dtype": ""}
+assert tuple(SWEEP_NAMES) == SWEEP_KEYS
 DTYPE_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -115,7 +117,7 @@ def sweep_point_name(model: str, values: dict) -> str:
     """`resnet50` at batch 8 and 224 px is `resnet50.bs8.img224`; a dtype adds `.bf16`, `.fp16` or `.fp32`."""
     parts = [
         DTYPE_NAMES[values[k]] if k == "dtype" else f"{short}{values[k]}"
-        for k, short in SWEEP_KEYS.items()
+        for k, short in SWEEP_NAMES.items()
         if k in values
     ]
     return ".".join([model, *parts])

@@ -48,6 +48,15 @@ def settings(definition: dict, *, jit_method: str = "trace", fullgraph: bool = F
     return {"kind": kind, **resolved}
 
 
+def base_mode(kind: str, compile_mode: str | None = None) -> str | None:
+    """The built-in mode a defined one is set against: the same torch.compile mode without the definition's
+    own settings; compile-default for an AOTInductor package; jit for TorchScript settings."""
+    if kind == "compile":
+        mode = compile_mode or "default"
+        return "compile-" + ("max-autotune" if mode == "max-autotune-no-cudagraphs" else mode)
+    return {"export": "compile-default", "jit": "jit"}.get(kind)
+
+
 def ordered(names) -> list[str]:
     """Mode names in display order: built-ins in their order, then the others as they first appear."""
     names = list(dict.fromkeys(names))

@@ -12,6 +12,8 @@ from typing import Any, TypedDict
 
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "failed", "timeout", "unsupported")
+# The shape settings a sweep may vary, in the order a sweep point's name lists them.
+SWEEP_KEYS = ("batch_size", "image_size", "seq_len", "new_tokens", "dtype")
 
 
 class Experiment(TypedDict):

@@ -11,11 +11,14 @@ import pandas as pd
 
 from . import stats
 from .errors import UserError
-from .modes import MODE_NAMES
+from .modes import MODE_NAMES, base_mode
+from .peaks import lookup
+from .records import SWEEP_KEYS
 from .results import read_result
 
 IDENTITY = ["hardware", "model", "mode", "task", "device", "dtype", "batch_size"]
-SWEEP_COLUMNS = ["sweep_of", "image_size", "seq_len", "new_tokens"]  # batch_size and dtype are identity columns
+# The model a sweep point belongs to, and the swept settings that are not identity columns already.
+SWEEP_COLUMNS = ["sweep_of", *(key for key in SWEEP_KEYS if key not in IDENTITY)]
 PREPARATION_COLUMNS = ["first_call_s", "script_s", "export_s", "package_s", "load_s", "package_bytes"]
 SAMPLE_KEYS = ["hardware", "model", "mode", "dtype", "batch_size", *SWEEP_COLUMNS]
 MEASURE_COLUMNS = [
@@ -183,8 +186,6 @@ def limits(runs: pd.DataFrame, peak_overrides: dict[str, dict | None]) -> pd.Dat
     parameter bytes x decode steps per second. Other models report FLOP/s against peak FLOP/s
     in the dtype the arithmetic ran in. Unknown devices get the raw figure only.
     """
-    from .peaks import lookup
-
     rows = []
     for run in runs[runs["status"] == "ok"].to_dict("records"):
         peak = lookup(run.get("device_name"), peak_overrides.get(run["hardware"]), _int_or_none(run.get("threads")))
@@ -231,9 +232,6 @@ def unbacked_fast_math(fpmath_mode, bf16_native, device) -> bool:
 
 def _int_or_none(value) -> int | None:
     return None if value is None or (isinstance(value, float) and np.isnan(value)) else int(value)
-
-
-SWEEP_KEYS = ["batch_size", "image_size", "seq_len", "new_tokens", "dtype"]
 
 
 def scaling(runs: pd.DataFrame) -> pd.DataFrame:
@@ -305,27 +303,13 @@ def geometric_mean_summary(speedups_table: pd.DataFrame) -> pd.DataFrame:
     return summary.merge(totals.reset_index(), on=["hardware", "mode"], how="right").fillna({"models": 0})
 
 
-MODE_SETTING_COLUMNS = ["mode_kind", "mode_backend", "mode_compile_mode", "mode_options", "mode_dynamic",
-                        "mode_fullgraph", "mode_jit_method"]  # fmt: skip
-
-
-def base_mode(settings: dict) -> str | None:
-    """The built-in mode a defined one is best set against: the same torch.compile mode without the
-    definition's own settings; compile-default for an AOTInductor package; jit for TorchScript settings."""
-    kind = settings.get("mode_kind")
-    if kind == "compile":
-        mode = settings.get("mode_compile_mode") or "default"
-        return "compile-" + ("max-autotune" if mode == "max-autotune-no-cudagraphs" else mode)
-    return {"export": "compile-default", "jit": "jit"}.get(kind)
-
-
 def mode_effects(runs: pd.DataFrame, samples: pd.DataFrame, *, resamples: int = 2000) -> pd.DataFrame:
     """What a defined mode's settings changed: its median latency against its built-in base mode's, same model
     and hardware, as base median / mode median with a bootstrap 95% interval from both jobs' samples."""
     ok = runs[runs["status"] == "ok"].set_index(["hardware", "model", "mode"])
     rows = []
     for (hardware, model, mode), run in ok.iterrows():
-        base = base_mode(run.to_dict())
+        base = base_mode(run["mode_kind"], run["mode_compile_mode"])
         if mode in MODE_NAMES or base not in ok.loc[(hardware, model)].index:
             continue
         pick = samples[(samples["hardware"] == hardware) & (samples["model"] == model)]
@@ -348,7 +332,7 @@ def mode_effects(runs: pd.DataFrame, samples: pd.DataFrame, *, resamples: int = 
 def settings_difference(run: dict, base: dict) -> str:
     """The settings in which two runs' modes differ, as `name: value` (the first run's value)."""
     differing = []
-    for column in MODE_SETTING_COLUMNS:
+    for column in mode_columns({}):
         value, other = run.get(column), base.get(column)
         if not (_missing(value) and _missing(other)) and value != other:
             differing.append(f"{column.removeprefix('mode_')}: {'–' if _missing(value) else value}")
