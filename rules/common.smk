@@ -41,6 +41,18 @@ def gpu_visible():
     return torch.cuda.is_available()
 
 
+def runs_here():
+    """Jobs run on this machine, not through a cluster executor."""
+    return workflow.local_exec and not workflow.remote_exec
+
+
+if runs_here():
+    try:
+        configuration.check_devices_here(config, gpu_visible)
+    except ConfigError as error:
+        raise WorkflowError(str(error)) from None
+
+
 def active_hardware():
     """Every hardware entry, less optional GPU entries on a machine whose torch sees no GPU."""
     return [
@@ -167,11 +179,8 @@ def get_reference_experiment(wildcards):
 
 
 def get_hardware_settings(wildcards):
-    """What changes a measurement: not the price, not the cluster resources."""
-    entry = config["hardware"][wildcards.hardware]
-    return configuration.canonical(
-        {k: v for k, v in entry.items() if k not in ("price_per_hour", "resources")}
-    )
+    """What changes a measurement: not the price, the peaks, or the cluster settings."""
+    return configuration.measured_hardware(config["hardware"][wildcards.hardware])
 
 
 def get_job_threads(wildcards):
@@ -183,7 +192,7 @@ def get_job_threads(wildcards):
     entry = config["hardware"][wildcards.hardware]
     if entry.get("threads"):
         return entry["threads"]
-    if workflow.local_exec and not workflow.remote_exec:
+    if runs_here():
         return workflow.cores
     return entry["resources"].get("cpus_per_task", 1)
 

@@ -122,7 +122,7 @@ def tiny_workflow_config(mirror: Path) -> dict:
         assets = yaml.safe_load(handle)["assets"]
     assets["mirror"] = str(mirror)
     return {
-        "modes": ["eager", "compile-default"],
+        "modes": ["eager", "jit", "compile-default", "compile-freezing"],
         "measure": dict(WORKFLOW_MEASURE),
         "models": {
             "resnet": {

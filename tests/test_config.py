@@ -135,3 +135,94 @@ def test_a_sweep_point_that_collides_with_a_model_name_is_refused():
     models = {"resnet": {**TINY_MODELS["resnet"], "sweep": {"batch_size": [2]}}, "resnet.bs2": TINY_MODELS["resnet"]}
     with pytest.raises(ConfigError, match=r"`models.resnet.sweep`.*'resnet.bs2'"):
         configuration.validate(tiny_config(models))
+
+
+def _folder_without_checkpoint(tmp_path):
+    (tmp_path / "empty").mkdir()
+    return str(tmp_path / "empty")
+
+
+def _file_that_is_not_a_checkpoint(tmp_path):
+    (tmp_path / "notes.pt").write_text("these are not weights")
+    return str(tmp_path / "notes.pt")
+
+
+# Each bad value the hardening issue lists that validation can see, with the key its message must name.
+BAD_VALUES = {
+    "unknown torchvision arch": (lambda c, t: c["models"]["resnet"].update(arch="resnet9000"), "models.resnet.arch"),
+    "unknown model_type": (lambda c, t: c["models"]["vit"].update(arch="notamodel"), "models.vit.arch"),
+    "weights folder without checkpoint": (
+        lambda c, t: c["models"]["resnet"].update(weights=_folder_without_checkpoint(t)),
+        "models.resnet.weights",
+    ),
+    "weights file not a checkpoint": (
+        lambda c, t: c["models"]["resnet"].update(weights=_file_that_is_not_a_checkpoint(t)),
+        "models.resnet.weights",
+    ),
+    "transformers weights not a save_pretrained folder": (
+        lambda c, t: c["models"]["vit"].update(weights=_folder_without_checkpoint(t)),
+        "models.vit.weights",
+    ),
+    "model mode outside the global list": (
+        lambda c, t: c["models"]["resnet"].update(modes=["eager", "jit"]) or c.update(modes=["eager"]),
+        "models.resnet.modes.1",
+    ),
+    "no hardware": (lambda c, t: c.update(hardware={}), "`hardware`"),
+    "NaN timeout": (lambda c, t: c["measure"].update(timeout_s=float("nan")), "measure.timeout_s"),
+    "infinite model setting": (lambda c, t: c["models"]["resnet"].update(image_size=float("inf")), "image_size"),
+    "infinite price": (
+        lambda c, t: c["hardware"]["cpu"].update(price_per_hour=float("inf")),
+        "hardware.cpu.price_per_hour",
+    ),
+    "iterations above max_iterations": (
+        lambda c, t: c["measure"].update(iterations=50, max_iterations=10),
+        "measure.iterations",
+    ),
+    "a model's iterations above max_iterations": (
+        lambda c, t: c["models"]["vit"].update(measure={"iterations": 2000}),
+        "models.vit.measure.iterations",
+    ),
+    "unknown baseline hardware": (
+        lambda c, t: c.update(report={"baseline_hardware": "graviton9"}),
+        "report.baseline_hardware",
+    ),
+}
+
+
+@pytest.mark.parametrize("mutate, key", BAD_VALUES.values(), ids=BAD_VALUES.keys())
+def test_bad_values_are_refused_before_any_job_with_the_key_named(mutate, key, tmp_path):
+    raw = tiny_config()
+    mutate(raw, tmp_path)
+    with pytest.raises(ConfigError) as error:
+        configuration.validate(raw)
+    message = str(error.value)
+    assert key in message and "expected" in message, message
+    assert "\n" not in message and len(message) < 600, message
+
+
+def test_a_close_architecture_name_is_suggested():
+    raw = tiny_config()
+    raw["models"]["vit"]["arch"] = "lama"
+    with pytest.raises(ConfigError, match="did you mean llama"):
+        configuration.validate(raw)
+
+
+def test_real_checkpoints_pass_the_weights_check(tmp_path):
+    import torch
+
+    torch.save({"w": torch.zeros(2)}, tmp_path / "state.pt")
+    (tmp_path / "folder").mkdir()
+    torch.save({"w": torch.zeros(2)}, tmp_path / "folder" / "state_dict.pt")
+    for weights in (tmp_path / "state.pt", tmp_path / "folder"):
+        raw = tiny_config()
+        raw["models"]["resnet"]["weights"] = str(weights)
+        configuration.validate(raw)
+
+
+def test_a_non_optional_gpu_entry_without_a_gpu_is_refused_before_any_job():
+    config = configuration.validate(tiny_config(hardware={"cpu": {"device": "cpu"}, "h100": {"device": "cuda"}}))
+    with pytest.raises(ConfigError, match=r"`hardware.h100.device`.*optional: true"):
+        configuration.check_devices_here(config, lambda: False)
+    configuration.check_devices_here(config, lambda: True)
+    config["hardware"]["h100"]["optional"] = True
+    configuration.check_devices_here(config, lambda: False)

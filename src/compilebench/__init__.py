@@ -31,7 +31,17 @@ ENGINE_MODULES = (
 # What the table rules run (`tables` and what it imports), and what the figure and paper
 # rules run on top: a change to them reruns those rules and nothing that measures.
 TABLE_MODULES = ("errors", "modes", "peaks", "records", "results", "stats", "tables")
-REPORT_MODULES = (*TABLE_MODULES, "assets", "config", "figures", "layout", "paper", "standalone", "thresholds")
+REPORT_MODULES = (
+    *TABLE_MODULES,
+    "assets",
+    "catalog",
+    "config",
+    "figures",
+    "layout",
+    "paper",
+    "standalone",
+    "thresholds",
+)
 
 
 def sources(modules: tuple[str, ...]) -> list[Path]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from . import modes
+from . import catalog, modes
 from .errors import ConfigError, UserError  # noqa: F401  (UserError: the base callers catch)
 from .layout import ASSETS_DIR, TRACE, WEIGHTS_DIR
 from .records import SWEEP_KEYS
@@ -91,19 +92,71 @@ def _describe(error: jsonschema.ValidationError) -> str:
 
 def validate(config: dict) -> dict:
     """Validate in place against the schema (filling defaults), then check what a schema cannot."""
+    _check_finite(config, [])
     errors = sorted(_Validator(_schema()).iter_errors(config), key=lambda e: len(list(e.absolute_path)))
     if errors:
         raise ConfigError(_describe(errors[0]))
     if not config["models"]:
         raise ConfigError("Config key `models` is empty: expected at least one model entry.")
+    if not config["hardware"]:
+        raise ConfigError(
+            "Config key `hardware` is empty: expected at least one hardware entry, such as `cpu: {device: cpu}`."
+        )
+    _check_baseline(config)
     config["models"] = expand_sweeps(config["models"])
     _check_mode_definitions(config["mode_definitions"])
     _check_mode_names("modes", config["modes"], config)
+    _check_iterations("measure", config["measure"])
     for name, model in config["models"].items():
         _check_model(name, model, config["assets"]["files"])
         if "modes" in model:
             _check_mode_names(f"models.{name}.modes", model["modes"], config)
+            _check_narrows(name, model["modes"], config["modes"])
+        if "iterations" in model.get("measure", {}) or "max_iterations" in model.get("measure", {}):
+            _check_iterations(f"models.{name}.measure", measure_settings(config, name))
+    catalog.check_architectures(config["models"])
     return config
+
+
+def _check_finite(value: Any, path: list) -> None:
+    """YAML reads `.nan` and `.inf` as numbers, and a schema's bounds let NaN through: refuse them everywhere."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"Config key `{_key(path)}` is {value!r}: expected a finite number.")
+    if isinstance(value, dict):
+        for name, item in value.items():
+            _check_finite(item, [*path, name])
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_finite(item, [*path, i])
+
+
+def _check_baseline(config: dict) -> None:
+    baseline = config["report"].get("baseline_hardware")
+    if baseline is not None and baseline not in config["hardware"]:
+        raise ConfigError(
+            f"Config key `report.baseline_hardware` is {baseline!r}, which is not a hardware entry: expected one of "
+            f"{', '.join(config['hardware'])}."
+        )
+
+
+def _check_iterations(key: str, measure: dict) -> None:
+    settings = {**MEASURE_DEFAULTS, **measure}
+    if settings["iterations"] > settings["max_iterations"]:
+        raise ConfigError(
+            f"Config key `{key}.iterations` is {settings['iterations']}, above `max_iterations` "
+            f"({settings['max_iterations']}), which caps the timed iterations: expected at most "
+            f"{settings['max_iterations']}, or a larger max_iterations."
+        )
+
+
+def _check_narrows(model: str, names: list[str], global_modes: list[str]) -> None:
+    for i, name in enumerate(names):
+        if name not in global_modes:
+            raise ConfigError(
+                f"Config key `models.{model}.modes.{i}` is {name!r}, which the global `modes` list "
+                f"({', '.join(global_modes)}) does not name: expected modes from that list, which a model's "
+                "`modes` narrows (add it there to run it)."
+            )
 
 
 # Sweep keys in the order a point's name lists them, with the short form the name uses.
@@ -194,11 +247,8 @@ def _check_model(name: str, model: dict, assets: dict) -> None:
             "classifiers: expected image-classification."
         )
     weights = model["weights"]
-    if weights not in ("random", "pretrained") and not Path(weights).exists():
-        raise ConfigError(
-            f"Config key `{key}.weights` names {weights!r}, which does not exist: expected random, "
-            "pretrained, or the path of a state dict file or a save_pretrained directory."
-        )
+    if weights not in ("random", "pretrained"):
+        catalog.check_weights(f"{key}.weights", model["source"], weights)
     if weights == "pretrained" and model["source"] == "transformers":
         for field in ("hub_id", "revision"):
             if field not in model:
@@ -258,6 +308,26 @@ def canonical(value: Any) -> Any:
 def measure_settings(config: dict, model: str) -> dict:
     """Measurement settings of one model: defaults, then global `measure`, then the model's own."""
     return {**MEASURE_DEFAULTS, **config["measure"], **config["models"][model].get("measure", {})}
+
+
+# Hardware settings that only the report or the cluster reads: changing one reruns no measurement.
+REPORT_ONLY_HARDWARE_KEYS = ("price_per_hour", "resources", "peak", "optional", "exclusive")
+
+
+def measured_hardware(entry: dict) -> dict:
+    """What of a hardware entry changes a measurement (device, env vars, threads, software), in canonical order."""
+    return canonical({k: v for k, v in entry.items() if k not in REPORT_ONLY_HARDWARE_KEYS})
+
+
+def check_devices_here(config: dict, gpu_visible) -> None:
+    """A run on this machine stops before any job when a non-optional GPU entry has no GPU to run on."""
+    for name, entry in config["hardware"].items():
+        if entry["device"] == "cuda" and not entry["optional"] and not gpu_visible():
+            raise ConfigError(
+                f"Config key `hardware.{name}.device` is cuda, but torch sees no CUDA or ROCm GPU on this machine: "
+                f"run on a machine with one, mark the entry `optional: true` (skipped where there is no GPU), "
+                "or remove it."
+            )
 
 
 def hardware_prices(config: dict) -> dict[str, float]:
