@@ -1,11 +1,21 @@
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version
 
 min_version("9.0")
 
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+
+from compilebench.config import yaml_problem
 
 # An experiment file passed with --configfile replaces the default config instead
 # of merging into it, so that an experiment runs its own models and nothing else.
+# Snakemake's own message for broken YAML names no line: compilebench's does.
 if not workflow.overwrite_configfiles:
+    if problem := yaml_problem("config/config.yaml"):
+        raise WorkflowError(problem)
 
     configfile: "config/config.yaml"
 

@@ -5,8 +5,6 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-sys.path.insert(0, str(Path(workflow.basedir) / "src"))
-
 from compilebench import config as configuration
 from compilebench import REPORT_MODULES, TABLE_MODULES, engine_sources, layout, sources
 from compilebench.errors import ConfigError, UserError

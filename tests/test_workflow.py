@@ -328,16 +328,27 @@ def test_corrupted_mirror_file_is_refused(tmp_path):
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a GPU")
-def test_missing_device_fails_naming_the_entry(tmp_path):
+def test_missing_device_fails_naming_the_entry_before_any_job(tmp_path):
     config = tiny_workflow_config(ASSETS_MIRROR)
     config["hardware"]["gpu"]["optional"] = False
     project = copy_project(tmp_path, config)
-    assert "results/env/gpu.json" in planned_outputs(project)
-    done = snakemake(project, "results/env/gpu.json", check=False)
+    done = snakemake(project, check=False)
     assert done.returncode != 0
-    log = (project / "logs" / "environment" / "gpu.log").read_text()
-    assert "`hardware.gpu`" in log and "cuda" in log and "optional: true" in log
-    assert not (project / "results" / "env" / "gpu.json").exists()
+    output = done.stdout + done.stderr
+    assert "`hardware.gpu.device`" in output and "optional: true" in output and "Traceback" not in output
+    assert not (project / "results").exists() and not (project / "resources").exists()
+
+
+def test_broken_yaml_names_the_file_and_the_line(tmp_path):
+    project = copy_project(tmp_path, tiny_workflow_config(ASSETS_MIRROR))
+    path = project / "config" / "config.yaml"
+    lines = path.read_text().splitlines()
+    lines[2] = "- jit: compile: default"  # a mapping value where a list item was
+    path.write_text("\n".join(lines) + "\n")
+    done = snakemake(project, "-n", check=False)
+    assert done.returncode != 0
+    output = done.stdout + done.stderr
+    assert "config/config.yaml is not valid YAML at line 3" in output, output[-2000:]
 
 
 def test_killed_run_resumes_keeping_finished_results(tmp_path):

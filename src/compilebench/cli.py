@@ -1,4 +1,5 @@
-"""compilebench's command line: `run` one experiment, `reference` its eager output, `env` a hardware record."""
+"""compilebench's command line: `run` one experiment, `reference` its eager output, `env` a hardware record,
+`check` a config file."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True)
     p = sub.add_parser("env", parents=[common], help="write the environment record of one hardware entry")
     p.add_argument("--check", action="store_true", help="also check the device and a tiny torch.compile")
+    p = sub.add_parser("check", help="validate a config or experiment file, as the workflow does before any job")
+    p.add_argument("--config", type=Path, default=Path("config/config.yaml"), help="pipeline config (YAML)")
     return parser
 
 
@@ -36,7 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     log_to_stderr()
     try:
         config = configuration.load(args.config)
-        if args.command == "env":
+        if args.command == "check":
+            per_entry = sum(len(configuration.model_modes(config, m)) for m in config["models"])
+            print(
+                f"{args.config} is valid: {len(config['models'])} models, {per_entry} experiments on each of "
+                f"{len(config['hardware'])} hardware entries"
+            )
+        elif args.command == "env":
             jobs.environment_job(
                 args.hardware, configuration.hardware_entry(config, args.hardware), args.out, check=args.check
             )

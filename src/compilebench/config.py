@@ -282,18 +282,39 @@ def _check_context(key: str, model: dict) -> None:
         )
 
 
-def load(path: str | Path) -> dict:
-    """Read a YAML config file and validate it."""
+def read_yaml(path: str | Path) -> dict:
+    """A config file's mapping, or one paragraph naming the file and the line where its YAML breaks."""
     path = Path(path)
     try:
         config = yaml.safe_load(path.read_text()) or {}
     except FileNotFoundError:
         raise ConfigError(f"Config file {path} does not exist.") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"Config file {path} is not valid YAML: {exc}") from None
+        raise ConfigError(f"Config file {path} is not valid YAML{_yaml_problem(exc)}.") from None
     if not isinstance(config, dict):
         raise ConfigError(f"Config file {path} must hold a mapping of keys, not {type(config).__name__}.")
-    return validate(config)
+    return config
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = " ".join(filter(None, [getattr(exc, "context", None), getattr(exc, "problem", None)]))
+    return f"{where}: {problem}" if problem else where
+
+
+def yaml_problem(path: str | Path) -> str | None:
+    """Why a config file cannot be read as YAML (the file and line named), or None when it can."""
+    try:
+        read_yaml(path)
+    except ConfigError as error:
+        return str(error)
+    return None
+
+
+def load(path: str | Path) -> dict:
+    """Read a YAML config file and validate it."""
+    return validate(read_yaml(path))
 
 
 def canonical(value: Any) -> Any:
