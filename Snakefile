@@ -41,6 +41,7 @@ localrules:
     hardware_costs_table,
     mode_effects_table,
     scaling_table,
+    comparison_table,
     figures,
     paper_html,
     paper_pdf,

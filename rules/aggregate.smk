@@ -12,6 +12,9 @@ rule runs_table:
         "logs/aggregate/runs_table.log",
     conda:
         "../envs/cpu.yaml"
+    params:
+        expected=get_run_identities,
+        downstream=get_final_output(),
     script:
         "../scripts/runs_table.py"
 
@@ -19,6 +22,7 @@ rule runs_table:
 rule latency_samples_table:
     input:
         runs=get_run_results,
+        checked=layout.table("runs"),
         code=TABLE_SOURCES,
     output:
         report(
@@ -60,6 +64,7 @@ rule speedups_table:
 rule top_ops_table:
     input:
         runs=get_run_results,
+        checked=layout.table("runs"),
         code=TABLE_SOURCES,
     output:
         report(
@@ -151,3 +156,25 @@ rule scaling_table:
         "../envs/cpu.yaml"
     script:
         "../scripts/scaling_table.py"
+
+
+rule comparison_table:
+    input:
+        runs=layout.table("runs"),
+        samples=layout.table("latency_samples"),
+        code=TABLE_SOURCES,
+    output:
+        report(
+            layout.table("comparison"),
+            caption="../report/captions/comparison_table.rst",
+            category="Tables",
+        ),
+    log:
+        "logs/aggregate/comparison_table.log",
+    conda:
+        "../envs/cpu.yaml"
+    params:
+        baseline=get_baseline_hardware,
+        threshold=get_threshold,
+    script:
+        "../scripts/comparison_table.py"

@@ -8,7 +8,7 @@ from snakemake.exceptions import WorkflowError
 from compilebench import config as configuration
 from compilebench import REPORT_MODULES, TABLE_MODULES, engine_sources, layout, sources
 from compilebench.errors import ConfigError, UserError
-from compilebench import modes
+from compilebench import modes, records
 
 try:
     configuration.validate(config)
@@ -76,6 +76,16 @@ def get_run_results(wildcards=None):
     ]
 
 
+def get_run_identities(wildcards):
+    """What each result must carry to stand for its experiment: the runs table refuses any other."""
+    return {
+        layout.RUN.format(hardware=h, model=m, mode=mode): records.identity(
+            configuration.experiment(config, m, mode, h)
+        )
+        for h, m, mode in benchmark_jobs()
+    }
+
+
 def get_final_output():
     return [layout.PAPER.format(ext=ext) for ext in ("html", "pdf")]
 
@@ -112,6 +122,10 @@ def get_peak_overrides(wildcards):
 
 def get_baseline_hardware(wildcards):
     return config["report"].get("baseline_hardware")
+
+
+def get_threshold(wildcards):
+    return config["report"]["threshold"]
 
 
 def get_config_as_run():

@@ -8,4 +8,4 @@ from compilebench.joblog import logging_to
 from compilebench.jobs import reference_job
 
 with logging_to(snakemake.log[0]):
-    reference_job(snakemake.params.experiment, snakemake.output[0])
+    reference_job(snakemake.params.experiment, snakemake.output[0], snakemake.input.env)

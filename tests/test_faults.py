@@ -58,3 +58,43 @@ def test_inputs_and_reference_are_deterministic():
         assert first.keys() == second.keys()
         for key in first:
             assert torch.equal(first[key], second[key]), (model, key)
+
+
+# The issue's example: hidden size 16384, 48 layers, LlamaConfig's other defaults.
+HUGE_LLAMA = {
+    "hidden_size": 16384,
+    "num_hidden_layers": 48,
+    "num_attention_heads": 128,
+    "num_key_value_heads": 128,
+    "intermediate_size": 11008,
+    "vocab_size": 32000,
+}
+
+
+def test_a_model_too_big_for_the_device_fails_its_reference_and_each_benchmark_names_it(tmp_path):
+    """The size is estimated on the meta device: nothing is allocated, and the failure is data, not a killed job."""
+    exp = experiment("llama", "eager")
+    exp["spec"]["config"] = {**exp["spec"]["config"], **HUGE_LLAMA}
+    reference = tmp_path / "ref.pt"
+    error = jobs.reference_job(
+        {k: v for k, v in exp.items() if k not in ("mode", "mode_settings", "measure")}, reference
+    )
+    assert "`models.llama`" in error["message"] and "need about 293 GiB" in error["message"]
+    assert f"the device (cpu) has {psutil.virtual_memory().total / 2**30:.0f} GiB" in error["message"]
+    result = jobs.benchmark_job(exp, tmp_path / "r.json", reference)
+    assert result["status"] == "failed" and result["finished_at"]
+    assert result["error"]["message"].startswith("the eager reference of `llama` on `cpu` failed, so this did not run")
+    assert "need about 293 GiB" in result["error"]["message"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
+def test_a_failed_environment_check_is_a_record_and_its_jobs_say_why_they_did_not_run(tmp_path):
+    env_record = tmp_path / "env.json"
+    record = jobs.environment_job("gpu", {"device": "cuda"}, env_record)
+    assert record["status"] == "failed" and "`hardware.gpu`" in record["error"]["message"]
+    assert json.loads(env_record.read_text())["torch"] == torch.__version__  # still says what the platform has
+    exp = experiment("resnet", "eager")
+    error = jobs.reference_job(exp, tmp_path / "ref.pt", env_record)
+    assert error["message"].startswith("the environment check of hardware `cpu` failed")
+    result = jobs.benchmark_job(exp, tmp_path / "r.json", tmp_path / "ref.pt", env_record)
+    assert result["status"] == "failed" and "environment check" in result["error"]["message"]

@@ -13,7 +13,13 @@ from helpers import ROOT, TINY_MODELS, tiny_config
 import compilebench
 from compilebench import config as configuration
 
-REPORT_SIDE = ["compilebench.tables", "compilebench.figures", "compilebench.paper", "compilebench.standalone"]
+REPORT_SIDE = [
+    "compilebench.tables",
+    "compilebench.verdicts",
+    "compilebench.figures",
+    "compilebench.paper",
+    "compilebench.standalone",
+]
 
 
 def fresh_python(code: str) -> str:
@@ -24,7 +30,15 @@ def fresh_python(code: str) -> str:
 
 def test_report_side_modules_and_scripts_leave_torch_out():
     imports = "; ".join(f"import {name}" for name in REPORT_SIDE)
-    scripts = ["runs_table", "speedups_table", "limits_table", "hardware_costs_table", "figures", "paper"]
+    scripts = [
+        "runs_table",
+        "speedups_table",
+        "limits_table",
+        "hardware_costs_table",
+        "comparison_table",
+        "figures",
+        "paper",
+    ]
     script_imports = "\n".join(
         line.strip()
         for name in scripts
@@ -62,7 +76,7 @@ print(json.dumps(sorted(m.split(".")[1] for m in sys.modules if m.startswith("co
 @pytest.mark.parametrize(
     ("imports", "declared"),
     [
-        (["compilebench.tables"], compilebench.TABLE_MODULES),
+        (["compilebench.tables", "compilebench.verdicts"], compilebench.TABLE_MODULES),
         (REPORT_SIDE, compilebench.REPORT_MODULES),
     ],
 )

@@ -117,3 +117,12 @@ def test_published_figures_without_source_or_hardware_still_render(paper_inputs)
     config = validated(published={"values": {"median_ms": {"resnet": {"eager": 18.76}}}})
     html = render(tabs, figs, envs, config)
     assert "beside the published figures of <em>the published study</em>" in html and "18.76" in html
+
+
+def test_the_comparison_section_states_each_platform_against_the_baseline(paper_inputs):
+    tabs, figs, envs = paper_inputs
+    html = render(tabs, figs, envs, validated())
+    assert 'id="comparison-table"' in html and "verdict-slower" in html
+    sentence = "Against cpu, cpu-fast was faster in 0, slower in 7, the same in 0 and unclear in 0 of 7 experiments"
+    assert sentence in html
+    assert "geometric mean per mode: eager 0.50× (95% CI" in html

@@ -23,3 +23,42 @@ def test_interrupted_write_leaves_old_file_and_no_temporary(tmp_path):
         atomic_write(path, crash)
     assert json.loads(path.read_text())["status"] == "ok"
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_bad_results_are_named_and_moved_aside_so_the_next_run_redoes_them(tmp_path):
+    from synthetic import synthetic_results
+
+    from compilebench.results import BadResult, read_result, read_results
+
+    paths = synthetic_results(tmp_path, hardware=("cpu",))
+    good, truncated, foreign = paths[0], paths[1], paths[2]
+    record = read_result(good)
+    expected = {str(good): {k: record[k] for k in ("hardware", "model", "mode", "experiment_sha256")}}
+    expected[str(foreign)] = {**expected[str(good)], "mode": read_result(foreign)["mode"]}  # another experiment's
+    truncated.write_bytes(truncated.read_bytes()[:200])
+    paper = tmp_path / "paper.pdf"
+    paper.write_text("a paper that rests on them")
+    with pytest.raises(BadResult) as error:
+        read_results([good, truncated, foreign], expected, downstream=[paper])
+    message = str(error.value)
+    assert "Refused 2 result file(s)" in message and "\n" not in message
+    assert not paper.exists() and f"{paper} removed" in message
+    assert f"{truncated} cannot be read (JSONDecodeError" in message
+    assert f"{foreign} is not the result of the experiment it stands for" in message and "experiment_sha256" in message
+    assert good.exists() and not truncated.exists() and not foreign.exists()
+    assert truncated.with_name(truncated.name + ".rejected").exists()
+    assert read_results([good], expected) == [record]
+
+
+def test_a_result_carries_the_identity_of_its_experiment():
+    from helpers import tiny_config
+
+    from compilebench import config as configuration
+    from compilebench.records import identity, result_header
+
+    config = configuration.validate(tiny_config())
+    exp = configuration.experiment(config, "resnet", "jit", "cpu")
+    header = result_header(exp, "failed", "boom")
+    assert {k: header[k] for k in identity(exp)} == identity(exp)
+    other = configuration.experiment(config, "resnet", "compile-default", "cpu")
+    assert identity(other)["experiment_sha256"] != identity(exp)["experiment_sha256"]

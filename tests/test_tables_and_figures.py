@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 from synthetic import MODELS, MODES, synthetic_results, synthetic_sweep
 
-from compilebench import figures, tables
+from compilebench import figures, tables, verdicts
 
 
 @pytest.fixture
@@ -18,7 +18,9 @@ def synthetic_tables(tmp_path):
     paths = synthetic_results(tmp_path)
     runs = tables.runs_table(paths)
     costs = tables.hardware_costs(runs, {"cpu": 1.0, "cpu-fast": 3.0}, baseline="cpu")
-    return figures.Tables(runs, tables.latency_samples(paths), tables.speedups(runs), costs, tables.scaling(runs))
+    samples = tables.latency_samples(paths)
+    comparison = verdicts.within_run(runs, samples, "cpu", 0.05, resamples=500)
+    return figures.Tables(runs, samples, tables.speedups(runs), costs, tables.scaling(runs), comparison)
 
 
 def test_runs_table_has_one_row_per_job(synthetic_tables):
@@ -83,6 +85,7 @@ def test_figures_say_so_when_there_is_nothing_to_show(synthetic_tables, tmp_path
         synthetic_tables.speedups,
         synthetic_tables.hardware_costs,
         synthetic_tables.scaling,
+        synthetic_tables.comparison,
     )
     figure = figures.generation_throughput(only_images)
     shown = [text.get_text() for ax in figure.axes for text in ax.texts]
@@ -156,8 +159,32 @@ def test_a_sweep_gives_one_row_per_point_and_a_scaling_figure(tmp_path):
     assert compiled["speedup"].iloc[0] == pytest.approx(2.0, rel=0.05)
     assert compiled["speedup"].iloc[-1] == pytest.approx(1.05, rel=0.05)
     empty = pd.DataFrame(columns=runs.columns)
-    drawn = figures.Tables(runs, empty, empty, empty, scaling)
+    drawn = figures.Tables(runs, empty, empty, empty, scaling, empty)
     figure = figures.scaling(drawn)
     lines = [[list(line.get_xdata()) for line in ax.get_lines() if line.get_marker() == "o"] for ax in figure.axes]
     assert lines == [[[1, 4, 16]] * 2, [[1, 4, 16]] * 2, [[1, 4, 16]]]  # eager has no speedup over itself
     assert figure.axes[2].get_xlabel() == "batch_size"
+
+
+def test_every_platform_is_compared_with_the_baseline_with_an_interval_and_a_verdict(synthetic_tables):
+    """In the synthetic run, cpu-fast's latencies are twice cpu's (the name is a misnomer on purpose)."""
+    comparison = synthetic_tables.comparison
+    assert set(comparison["hardware"]) == {"cpu-fast"} and set(comparison["baseline_hardware"]) == {"cpu"}
+    each = comparison[comparison["scope"] == "experiment"]
+    ok = synthetic_tables.ok
+    assert len(each) == len(ok[ok["hardware"] == "cpu"])  # every experiment ok on both entries
+    assert (each["verdict"] == "slower").all()
+    assert np.allclose(each["ratio"], each["base_median_ms"] / each["median_ms"])
+    assert ((each["ratio_ci95_low"] < each["ratio"]) & (each["ratio"] < each["ratio_ci95_high"])).all()
+    means = comparison[comparison["scope"] == "geomean"].set_index("mode")
+    assert set(means.index) == set(each["mode"]) and (means["verdict"] == "slower").all()
+    assert means.loc["eager", "ratio"] == pytest.approx(0.5, rel=0.05)
+
+
+def test_a_platform_against_itself_is_the_same(synthetic_tables):
+    runs, samples = synthetic_tables.runs, synthetic_tables.samples
+    twin = samples[samples["hardware"] == "cpu"].assign(hardware="cpu-twin")
+    both = pd.concat([runs, runs[runs["hardware"] == "cpu"].assign(hardware="cpu-twin")])
+    comparison = verdicts.within_run(both, pd.concat([samples, twin]), "cpu", 0.05, resamples=500)
+    twin_rows = comparison[comparison["hardware"] == "cpu-twin"]
+    assert not twin_rows.empty and (twin_rows["verdict"] == "same").all()

@@ -10,7 +10,9 @@ import sys
 from html import unescape
 
 import pandas as pd
+import psutil
 import pytest
+import torch
 import yaml
 from helpers import (
     ASSETS_MIRROR,
@@ -33,13 +35,30 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
-    """One real end-to-end run of a tiny config."""
+    """One real end-to-end run of a tiny config, with one model whose reference cannot be computed."""
     config = tiny_workflow_config(ASSETS_MIRROR)
+    wrong = tmp_path_factory.mktemp("weights") / "other_architecture.pt"
+    torch.save({"layer.weight": torch.zeros(2, 2)}, wrong)  # a real checkpoint, but not of a resnet18
+    config["models"]["broken"] = {**TINY_MODELS["resnet"], "weights": str(wrong), "modes": ["eager", "compile-default"]}
     project = copy_project(tmp_path_factory.mktemp("project"), config)
     runs = {o for o in planned_outputs(project) if o.startswith("results/runs/")}
     done = snakemake(project)
-    assert "compilebench: 10 ok, 0 failed, 0 timeout, 1 unsupported" in done.stderr  # a failed experiment is data
+    assert "compilebench: 10 ok, 2 failed, 0 timeout, 1 unsupported" in done.stderr  # failures are data
     return project, config, runs
+
+
+def test_a_model_that_cannot_be_built_fails_its_own_experiments_and_the_study_goes_on(finished):
+    project, _, _ = finished
+    runs = pd.read_csv(project / "results" / "tables" / "runs.csv").set_index(["model", "mode"])
+    for mode in ("eager", "compile-default"):
+        row = runs.loc[("broken", mode)]
+        assert row["status"] == "failed"
+        assert row["error"].startswith("the eager reference of `broken` on `cpu` failed, so this did not run")
+        assert "load_state_dict" in row["error"] or "state_dict" in row["error"], row["error"]
+    reference = json.loads((project / "results" / "reference" / "cpu" / "broken.pt").read_text())
+    assert reference["status"] == "failed" and reference["error"]["traceback"]
+    html = unescape((project / "results" / "report" / "paper.html").read_text())
+    assert "<strong>cpu/broken/eager</strong>" in html and "the eager reference of `broken` on `cpu` failed" in html
 
 
 def test_strict_mode_fails_on_any_experiment_that_is_not_ok(finished):
@@ -132,7 +151,7 @@ def test_end_to_end_produces_every_result_and_runs_table(finished):
     table = pd.read_csv(project / "results" / "tables" / "runs.csv")
     assert len(table) == len(expected_runs(config))
     ok = table[table["status"] == "ok"]
-    assert len(ok) == len(table) - 1, table[["model", "mode", "error"]]
+    assert len(ok) == len(table) - 3, table[["model", "mode", "error"]]
     unsupported = table[table["status"] == "unsupported"].iloc[0]
     assert (unsupported["model"], unsupported["mode"]) == ("llama", "jit") and "TorchScript" in unsupported["error"]
     assert ok["correct"].all()
@@ -173,6 +192,7 @@ def test_added_mode_adds_only_its_jobs(finished):
     project, config, _ = finished
     changed = yaml.safe_load(yaml.safe_dump(config))
     changed["models"]["llama"]["modes"] = ["eager", "jit", "compile-default", "compile-reduce-overhead"]
+    changed["modes"].append("compile-reduce-overhead")  # a model's modes narrow the global list
     write_config(project / "config" / "config.yaml", changed)
     try:
         runs = {o for o in planned_outputs(project) if o.startswith("results/")}
@@ -267,6 +287,34 @@ def test_editing_one_definition_reruns_only_its_jobs(finished):
     assert measured == {"results/runs/cpu/resnet/compile-freezing.json", "results/modes/cpu/compile-freezing.json"}
 
 
+def test_a_corrupt_or_foreign_result_is_refused_and_the_next_run_redoes_it(finished):
+    """It breaks two results of the shared run, and leaves the run whole again."""
+    project, config, _ = finished
+    runs = project / "results" / "runs" / "cpu"
+    truncated, planted = runs / "vit.bs1" / "eager.json", runs / "vit.bs2" / "eager.json"
+    truncated.write_bytes(truncated.read_bytes()[:1032])
+    shutil.copy(runs / "vit.bs1" / "compile-default.json", planted)  # another experiment's result, newer than all
+    done = snakemake(project, check=False)
+    assert done.returncode != 0
+    output = done.stdout + done.stderr
+    assert "Refused 2 result file(s)" in output and "run the same command again" in output, output[-3000:]
+    assert f"{truncated.relative_to(project)} cannot be read (JSONDecodeError" in output
+    assert f"{planted.relative_to(project)} is not the result of the experiment it stands for" in output
+    assert "it records cpu/vit.bs1/compile-default" in output
+    assert not (project / "results" / "tables" / "runs.csv").exists()
+    assert not (project / "results" / "report" / "paper.pdf").exists()  # it rested on them: the next run redoes it
+    assert not truncated.exists() and truncated.with_name("eager.json.rejected").exists() and not planted.exists()
+    untouched = {p: p.stat().st_mtime_ns for p in runs.glob("*/*.json")}
+    snakemake(project)
+    assert all(p.stat().st_mtime_ns == mtime for p, mtime in untouched.items())  # only the refused ones reran
+    for path in (truncated, planted):
+        assert json.loads(path.read_text())["status"] == "ok"
+    table = pd.read_csv(project / "results" / "tables" / "runs.csv").set_index(["model", "mode"])
+    assert len(table) == len(expected_runs(config)) and table.loc[("vit.bs2", "eager"), "status"] == "ok"
+    assert (project / "results" / "report" / "paper.pdf").is_file()
+    assert planned_outputs(project) == set()
+
+
 def test_an_inductor_option_torch_does_not_know_fails_its_check_with_the_key(tmp_path):
     config = tiny_workflow_config(ASSETS_MIRROR)
     config["mode_definitions"]["compile-freezing"]["compile"]["options"] = {"freezng": True}
@@ -290,6 +338,30 @@ def test_rewording_a_validation_message_reruns_no_measurement(finished):
         path.write_text(original)
     assert planned, "a dry run that plans nothing proves nothing here"
     assert not any(o.startswith(("results/runs/", "results/reference/", "results/env/")) for o in planned), planned
+
+
+REPORT_ONLY_SETTINGS = {
+    "peak": {"name": "a guess", "memory_bandwidth_gbs": 50, "tflops": {"float32": 1.0}},
+    "optional": True,
+    "exclusive": False,
+    "price_per_hour": 0.5,
+    "resources": {"slurm_partition": "cpu", "runtime": 30},
+}
+
+
+def test_report_only_hardware_settings_rerun_no_measurement(finished):
+    """All changed at once, in one dry run: any one of them that reran a measurement would show here."""
+    project, config, _ = finished
+    changed = yaml.safe_load(yaml.safe_dump(config))
+    changed["hardware"]["cpu"].update(REPORT_ONLY_SETTINGS)
+    write_config(project / "config" / "config.yaml", changed)
+    try:
+        planned = planned_outputs(project)
+    finally:
+        write_config(project / "config" / "config.yaml", config)
+    assert "results/tables/hardware_costs.csv" in planned  # the price reaches the report
+    measuring = {o for o in planned if o.startswith(("results/runs/", "results/reference/", "results/env/"))}
+    assert measuring == set(), measuring
 
 
 def test_experiment_file_runs_its_own_models_alone(finished):
@@ -351,7 +423,7 @@ def test_broken_yaml_names_the_file_and_the_line(tmp_path):
     assert "config/config.yaml is not valid YAML at line 3" in output, output[-2000:]
 
 
-def test_killed_run_resumes_keeping_finished_results(tmp_path):
+def test_killed_snakemake_takes_its_jobs_with_it_and_the_run_resumes(tmp_path):
     import json
     import os
     import signal
@@ -359,9 +431,8 @@ def test_killed_run_resumes_keeping_finished_results(tmp_path):
 
     config = tiny_workflow_config(ASSETS_MIRROR)
     config["measure"]["private_cache"] = True  # cold compiles: the kill lands during a first call
-    config["models"] = {
-        "resnet": {**TINY_MODELS["resnet"], "modes": ["eager", "compile-default", "compile-max-autotune"]}
-    }
+    config["modes"] = ["eager", "compile-default", "compile-max-autotune"]
+    config["models"] = {"resnet": TINY_MODELS["resnet"]}
     project = copy_project(tmp_path, config)
     run = subprocess.Popen(
         [sys.executable, "-m", "snakemake", "--cores", "4"],
@@ -372,14 +443,23 @@ def test_killed_run_resumes_keeping_finished_results(tmp_path):
     )
     runs = project / "results" / "runs" / "cpu" / "resnet"
     deadline = time.monotonic() + 600
-    while time.monotonic() < deadline and not (
-        len(list(runs.glob("*.json"))) >= 1
-        and len(list((project / "logs" / "benchmark" / "cpu" / "resnet").glob("*.log"))) >= 2
+    while (
+        time.monotonic() < deadline
+        and run.poll() is None
+        and not (
+            len(list(runs.glob("*.json"))) >= 1
+            and len(list((project / "logs" / "benchmark" / "cpu" / "resnet").glob("*.log"))) >= 2
+        )
     ):
         time.sleep(0.5)
     time.sleep(2)  # the second benchmark is under way
-    os.killpg(run.pid, signal.SIGKILL)
+    started = psutil.Process(run.pid).children(recursive=True)  # its job, the measuring child, compile workers
+    assert any("compilebench.jobs" in " ".join(p.cmdline()) for p in started)
+    os.kill(run.pid, signal.SIGKILL)  # snakemake alone: what it started must not outlive it
     run.wait()
+    gone, alive = psutil.wait_procs(started, timeout=15)
+    alive += [p for p in psutil.process_iter() if _cwd(p) and _cwd(p).startswith(str(project))]
+    assert alive == [], [" ".join(p.cmdline()) for p in alive]
     finished = {p.name: p.stat().st_mtime_ns for p in runs.glob("*.json")}
     assert 1 <= len(finished) < 3
     for path in runs.glob("*.json"):
@@ -390,6 +470,13 @@ def test_killed_run_resumes_keeping_finished_results(tmp_path):
     assert {p.name for p in runs.glob("*.json")} == {"eager.json", "compile-default.json", "compile-max-autotune.json"}
     assert all(runs.joinpath(name).stat().st_mtime_ns == mtime for name, mtime in finished.items())
     assert (project / "results" / "report" / "paper.pdf").is_file()
+
+
+def _cwd(process) -> str | None:
+    try:
+        return process.cwd()
+    except psutil.Error:
+        return None
 
 
 def test_hardware_resources_reach_only_that_hardwares_jobs(tmp_path):

@@ -23,6 +23,7 @@ ENGINE_MODULES = (
     "results",
     "runner",
     "stats",
+    "supervise",
     "thresholds",
     "timing",
     "wrappers",
@@ -30,7 +31,7 @@ ENGINE_MODULES = (
 
 # What the table rules run (`tables` and what it imports), and what the figure and paper
 # rules run on top: a change to them reruns those rules and nothing that measures.
-TABLE_MODULES = ("errors", "modes", "peaks", "records", "results", "stats", "tables")
+TABLE_MODULES = ("errors", "modes", "peaks", "records", "results", "stats", "tables", "verdicts")
 REPORT_MODULES = (
     *TABLE_MODULES,
     "assets",

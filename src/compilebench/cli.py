@@ -1,5 +1,5 @@
 """compilebench's command line: `run` one experiment, `reference` its eager output, `env` a hardware record,
-`check` a config file."""
+`check` a config file, `compare` two runs."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from . import config as configuration
-from . import jobs
+from . import jobs, verdicts
 from .joblog import log_to_stderr
+from .tables import write_csv
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,6 +30,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True)
     p = sub.add_parser("env", parents=[common], help="write the environment record of one hardware entry")
     p.add_argument("--check", action="store_true", help="also check the device and a tiny torch.compile")
+    p = sub.add_parser("compare", help="set one run's results against another's: ratio, interval, verdict")
+    p.add_argument("base", type=Path, help="the earlier run: a project folder, or its results/ folder")
+    p.add_argument("new", type=Path, help="the run to judge, likewise")
+    p.add_argument("--threshold", type=float, default=verdicts.DEFAULT_THRESHOLD, help="the ± band of `same`")
+    p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when anything regressed")
+    p.add_argument("--out", type=Path, help="write the comparison as CSV")
     p = sub.add_parser("check", help="validate a config or experiment file, as the workflow does before any job")
     p.add_argument("--config", type=Path, default=Path("config/config.yaml"), help="pipeline config (YAML)")
     return parser
@@ -38,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     log_to_stderr()
     try:
+        if args.command == "compare":
+            return compare(args)
         config = configuration.load(args.config)
         if args.command == "check":
             per_entry = sum(len(configuration.model_modes(config, m)) for m in config["models"])
@@ -46,11 +55,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"{len(config['hardware'])} hardware entries"
             )
         elif args.command == "env":
-            jobs.environment_job(
-                args.hardware, configuration.hardware_entry(config, args.hardware), args.out, check=args.check
-            )
+            entry = configuration.hardware_entry(config, args.hardware)
+            error = jobs.environment_job(args.hardware, entry, args.out, check=args.check)["error"]
+            return _report_failure(error)
         elif args.command == "reference":
-            jobs.reference_job(configuration.reference_experiment(config, args.model, args.hardware), args.out)
+            exp = configuration.reference_experiment(config, args.model, args.hardware)
+            return _report_failure(jobs.reference_job(exp, args.out))
         else:
             exp = configuration.experiment(config, args.model, args.mode, args.hardware)
             if args.timeout_s:
@@ -61,6 +71,29 @@ def main(argv: list[str] | None = None) -> int:
     except configuration.UserError as exc:
         print(f"compilebench: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def compare(args: argparse.Namespace) -> int:
+    """Print the verdict of every experiment both runs hold; 1 under --fail-on-regression when any regressed."""
+    if not 0 < args.threshold < 1:
+        raise configuration.UserError(
+            f"--threshold is {args.threshold}: expected a fraction between 0 and 1, such as 0.05."
+        )
+    base, new = verdicts.run_results(args.base), verdicts.run_results(args.new)
+    table = verdicts.between_runs(base, new, args.threshold)
+    only_base, only_new = sorted(set(base) - set(new)), sorted(set(new) - set(base))
+    print(verdicts.describe(table, only_base, only_new))
+    if args.out:
+        write_csv(table, args.out)
+    return 1 if args.fail_on_regression and table["regression"].astype(bool).any() else 0
+
+
+def _report_failure(error: dict | None) -> int:
+    """A failed step wrote its record; say why, and exit non-zero."""
+    if error:
+        print(f"compilebench: {error['message']}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -37,6 +37,7 @@ class Tables:
     speedups: pd.DataFrame
     hardware_costs: pd.DataFrame
     scaling: pd.DataFrame
+    comparison: pd.DataFrame
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -260,6 +261,40 @@ def scaling(t: Tables) -> plt.Figure:
     return fig
 
 
+VERDICT_COLORS = dict(zip(("faster", "slower", "same", "unclear"), sns.color_palette("colorblind", 4)))
+
+
+def comparison(t: Tables) -> plt.Figure:
+    """9. A forest plot: each experiment on each hardware entry against the baseline entry, the ratio with its
+    interval coloured by verdict, the band of `same` shaded; the geometric means as diamonds."""
+    frame = t.comparison
+    if frame.empty:
+        return _empty("One hardware entry ran: there is no other to compare with the baseline.")
+    rows = list(frame.itertuples())[::-1]  # the table's first row on top
+    fig, ax = plt.subplots(figsize=(7, 1.2 + 0.28 * len(rows)))
+    threshold = float(frame["threshold"].iloc[0])
+    ax.axvspan(1 - threshold, 1 + threshold, color="0.88", zorder=0)
+    ax.axvline(1.0, color="0.45", lw=0.8, zorder=1)
+    for y, row in enumerate(rows):
+        error = [[row.ratio - row.ratio_ci95_low], [row.ratio_ci95_high - row.ratio]]
+        marker = "D" if row.scope == "geomean" else "o"
+        ax.errorbar(row.ratio, y, xerr=error, fmt=marker, color=VERDICT_COLORS[row.verdict], capsize=2.5, ms=4)
+    labels = [
+        f"{r.hardware} · {r.model} · {r.mode}"
+        if r.scope == "experiment"
+        else f"{r.hardware} · geometric mean · {r.mode}"
+        for r in rows
+    ]
+    ax.set_yticks(range(len(rows)), labels, fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlabel(f"ratio of medians, {frame['baseline_hardware'].iloc[0]} / entry (above 1: faster than baseline)")
+    handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=v) for v, c in VERDICT_COLORS.items()]
+    handles.append(plt.Rectangle((0, 0), 1, 1, color="0.88", label=f"same: 1 ± {threshold:g}"))
+    ax.legend(handles=handles, fontsize=7, loc="best")
+    fig.tight_layout()
+    return fig
+
+
 FIGURES: dict[str, Callable[[Tables], plt.Figure]] = {
     "latency": latency_by_mode,
     "generation": generation_throughput,
@@ -269,6 +304,7 @@ FIGURES: dict[str, Callable[[Tables], plt.Figure]] = {
     "hardware": hardware_comparison,
     "memory": peak_memory,
     "scaling": scaling,
+    "comparison": comparison,
 }
 
 

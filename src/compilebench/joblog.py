@@ -32,6 +32,7 @@ def logging_to(path: str | Path):
             yield
         except Exception as exc:
             log.error("%s", exc)
+            os.write(saved[1], f"{_plain_message(exc)}\n".encode())  # the console shows why, not only the log
             raise
         finally:
             sys.stdout.flush()
@@ -40,3 +41,9 @@ def logging_to(path: str | Path):
             os.dup2(saved[1], 2)
             for fd in saved:
                 os.close(fd)
+
+
+def _plain_message(exc: Exception) -> str:
+    from .errors import UserError
+
+    return str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"

@@ -1,8 +1,11 @@
-"""The three jobs of the workflow, shared by the command line and `scripts/`.
+"""The measuring jobs of the workflow, shared by the command line and `scripts/`.
 
 Each takes plain settings (an experiment from `config.experiment`, or a
 hardware entry), applies the hardware's env vars, and only then imports torch,
-because oneDNN and OpenMP read them when torch loads.
+because oneDNN and OpenMP read them when torch loads. A failure is data: a
+failed environment check or reference is written as such, and every benchmark
+downstream of it writes a `failed` result that names it. Every job dies with
+the snakemake that started it, even when that one is killed.
 """
 
 from __future__ import annotations
@@ -11,14 +14,13 @@ import json
 import logging
 import os
 import platform
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 from .joblog import log_to_stderr
-from .records import Experiment, Result, now, result_header
-from .results import atomic_write, read_json, write_json
+from .records import ErrorInfo, Experiment, Result, error_info, now, result_header
+from .results import atomic_write, failure_of, read_json, write_failure, write_json
+from .supervise import death, die_with_parent, die_with_snakemake, supervised
 
 log = logging.getLogger(__name__)
 
@@ -50,19 +52,25 @@ def apply_hardware(env_vars: dict, threads: int | None) -> None:
 
 
 def environment_job(hardware: str, entry: dict, out: str | Path, *, check: bool = True) -> dict:
-    """Check the hardware (device present, tiny compile works) and write its environment record."""
+    """Check the hardware (device present, tiny compile works) and write its environment record, failed or not."""
+    die_with_snakemake()
     apply_hardware(entry.get("env", {}), entry.get("threads"))
     from . import env
 
+    record = {**env.record(hardware, entry), "status": "ok", "error": None}
     if check:
-        env.validate(hardware, entry["device"])
-    record = env.record(hardware, entry)
+        try:
+            env.validate(hardware, entry["device"])
+        except Exception as exc:  # the platform's failure is data: its jobs say why they did not run
+            log.error("%s", exc)
+            record.update(status="failed", error=error_info(exc))
     write_json(out, record)
     return record
 
 
 def mode_check_job(mode: str, settings: dict, entry: dict, out: str | Path) -> dict:
     """Check a mode's backend and inductor settings against the hardware's torch, before any benchmark uses them."""
+    die_with_snakemake()
     apply_hardware(entry.get("env", {}), entry.get("threads"))
     from .wrappers import check
 
@@ -71,15 +79,19 @@ def mode_check_job(mode: str, settings: dict, entry: dict, out: str | Path) -> d
     return record
 
 
-def reference_job(exp: Experiment, out: str | Path) -> None:
-    """Save the eager float32 output of one model on one hardware."""
+def reference_job(exp: Experiment, out: str | Path, env_record: str | Path | None = None) -> ErrorInfo | None:
+    """Save the eager float32 output of one model on one hardware, computed in a child process; when that
+    fails (an exception, a crash, the OOM killer), save the failure instead, and return it."""
+    die_with_snakemake()
     apply_hardware(exp["hardware_env"], exp["threads"])
-    import torch
-
-    from .runner import reference_outputs
-
-    outputs = reference_outputs(exp)
-    atomic_write(out, lambda handle: torch.save(outputs, handle))
+    Path(out).unlink(missing_ok=True)
+    upstream = failure_of(env_record)
+    if upstream:
+        return _write_failure(out, _upstream_failed(f"the environment check of hardware `{exp['hardware']}`", upstream))
+    returncode = supervised({"job": "reference", "exp": exp, "out": str(out)}, timeout_s=None)
+    if returncode != 0 or not Path(out).exists():
+        return _write_failure(out, {"message": f"the reference process {death(returncode)}", "traceback": ""})
+    return failure_of(out)
 
 
 def benchmark_job(
@@ -90,61 +102,70 @@ def benchmark_job(
     The measurement runs in a child process that leads its own process group, so that
     a job past its time is stopped with everything it started (inductor's compile
     workers included), and a crash of the child (a segfault, the OOM killer) still
-    leaves a `failed` result.
+    leaves a `failed` result. A failed environment check or reference fails it before it starts.
     """
+    die_with_snakemake()
     apply_hardware(exp["hardware_env"], exp["threads"])
     timeout_s = exp["measure"]["timeout_s"]
     started_at = now()
     Path(out).unlink(missing_ok=True)  # what the parent reads afterwards is this run's, or nothing
-    payload = json.dumps({"exp": exp, "out": str(out), "reference": _str(reference), "env_record": _str(env_record)})
-    package_root = str(Path(__file__).resolve().parents[1])
-    child_env = {
-        **os.environ,
-        "COMPILEBENCH_PARENT_PID": str(os.getpid()),
-        "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
+    upstream = [
+        (f"the environment check of hardware `{exp['hardware']}`", failure_of(env_record)),
+        (f"the eager reference of `{exp['model']}` on `{exp['hardware']}`", failure_of(reference)),
+    ]
+    for step, error in upstream:
+        if error:
+            return _write_stopped(exp, out, "failed", started_at, _upstream_failed(step, error)["message"])
+    request = {
+        "job": "benchmark",
+        "exp": exp,
+        "out": str(out),
+        "reference": _str(reference),
+        "env_record": _str(env_record),
     }
-    child = subprocess.Popen(
-        [sys.executable, "-m", "compilebench.jobs"], stdin=subprocess.PIPE, env=child_env, start_new_session=True
-    )
-    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    try:
-        child.stdin.write(payload.encode())
-        child.stdin.close()
-        child.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(child)
+    returncode = supervised(request, timeout_s)
+    if returncode is None:
         message = f"stopped after measure.timeout_s = {timeout_s} s (compile included)"
         log.error("%s", message)
         return _write_stopped(exp, out, "timeout", started_at, message)
-    finally:
-        _kill_group(child)  # nothing it started outlives the job, also on Ctrl-C or SIGTERM
-        signal.signal(signal.SIGTERM, previous)
-    if child.returncode != 0 or not Path(out).exists():
-        message = f"the benchmark process died with exit code {child.returncode} before writing a result"
-        return _write_stopped(exp, out, "failed", started_at, message)
+    if returncode != 0 or not Path(out).exists():
+        return _write_stopped(exp, out, "failed", started_at, f"the benchmark process {death(returncode)}")
     return read_json(out)
+
+
+def _upstream_failed(step: str, error: ErrorInfo) -> ErrorInfo:
+    return {"message": f"{step} failed, so this did not run: {error['message']}", "traceback": error["traceback"]}
+
+
+def _write_failure(out: str | Path, error: ErrorInfo) -> ErrorInfo:
+    log.error("%s", error["message"])
+    write_failure(out, error)
+    return error
 
 
 def _str(path: str | Path | None) -> str | None:
     return str(path) if path else None
 
 
-def _exit_on_sigterm(signum, frame):
-    raise SystemExit(128 + signum)
-
-
-def _kill_group(child: subprocess.Popen) -> None:
-    try:
-        os.killpg(child.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    child.wait()
-
-
 def _write_stopped(exp: Experiment, out: str | Path, status: str, started_at: str, message: str) -> Result:
     result: Result = {**result_header(exp, status, message, started_at=started_at), "finished_at": now()}
     write_json(out, result)
     return result
+
+
+def _reference_in_child(exp: dict, out: str) -> None:
+    """The child's side of `reference_job`: the eager float32 output, or why it could not be computed."""
+    import torch
+
+    from .runner import reference_outputs
+
+    try:
+        outputs = reference_outputs(exp)
+    except Exception as exc:
+        log.error("the reference failed: %s: %s", type(exc).__name__, exc)
+        write_failure(out, error_info(exc))
+        return
+    atomic_write(out, lambda handle: torch.save(outputs, handle))
 
 
 def _measure_in_child(exp: dict, out: str, reference: str | None, env_record: str | None) -> None:
@@ -170,18 +191,11 @@ def _measure_in_child(exp: dict, out: str, reference: str | None, env_record: st
     write_json(out, run(exp, reference=ref, environment=environment))
 
 
-def _die_with_parent(parent: int) -> None:
-    """On Linux, the kernel kills this process when the job that started it dies, even by SIGKILL."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        os._exit(1)
-
-
 if __name__ == "__main__":
-    _die_with_parent(int(os.environ["COMPILEBENCH_PARENT_PID"]))
+    die_with_parent(int(os.environ["COMPILEBENCH_PARENT_PID"]))
     log_to_stderr()
     request = json.load(sys.stdin)
-    _measure_in_child(request["exp"], request["out"], request["reference"], request["env_record"])
+    if request["job"] == "reference":
+        _reference_in_child(request["exp"], request["out"])
+    else:
+        _measure_in_child(request["exp"], request["out"], request["reference"], request["env_record"])

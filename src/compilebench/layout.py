@@ -38,11 +38,22 @@ TABLE_NAMES = (
     "hardware_costs",
     "mode_effects",
     "scaling",
+    "comparison",
 )
-PAPER_TABLES = ("runs", "speedups", "summary", "limits", "top_ops", "hardware_costs", "mode_effects", "scaling")
+PAPER_TABLES = (
+    "runs",
+    "speedups",
+    "summary",
+    "limits",
+    "top_ops",
+    "hardware_costs",
+    "mode_effects",
+    "scaling",
+    "comparison",
+)
 
 # The tables the figures read, in the order of figures.Tables' fields.
-FIGURE_TABLES = ("runs", "latency_samples", "speedups", "hardware_costs", "scaling")
+FIGURE_TABLES = ("runs", "latency_samples", "speedups", "hardware_costs", "scaling", "comparison")
 
 # The paper's figures, in order; figures.FIGURES draws them.
 FIGURE_NAMES = (
@@ -54,6 +65,7 @@ FIGURE_NAMES = (
     "hardware",
     "memory",
     "scaling",
+    "comparison",
 )
 
 

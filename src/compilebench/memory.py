@@ -14,6 +14,13 @@ def _peak_rss_bytes() -> int:
     return peak if sys.platform == "darwin" else peak * 1024
 
 
+def device_total_bytes(device: str) -> int | None:
+    """The memory a device has: the machine's RAM for the CPU, the first GPU's for cuda (None without one)."""
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_properties(0).total_memory if torch.cuda.is_available() else None
+    return psutil.virtual_memory().total
+
+
 class PeakMemory:
     """Call `baseline()` before the model is built and `report()` after the run."""
 

@@ -17,6 +17,7 @@ from torch import nn
 
 from .errors import UserError
 from .layout import WEIGHTS_DIR
+from .memory import device_total_bytes
 from .wrappers import DTYPES
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ class Bundle:
 
 def build(name: str, spec: dict, seed: int, device: str) -> Bundle:
     """Build the model named `name` from its config entry, on `device`, in eval mode."""
+    check_fits(name, spec, device)
     torch.manual_seed(seed)  # seeds the CPU and every GPU
     # Random weights are initialised where they run: a 7B model on the CPU takes minutes and 28 GB.
     with torch.device(device) if spec["weights"] == "random" else contextlib.nullcontext():
@@ -79,6 +81,36 @@ def build(name: str, spec: dict, seed: int, device: str) -> Bundle:
     if spec.get("labels"):
         bundle.labels = Path(spec["labels"]).read_text().splitlines()
     return bundle
+
+
+GIB = 2**30
+
+
+def check_fits(name: str, spec: dict, device: str) -> None:
+    """Refuse, before allocating anything, a model whose weights alone need more memory than the device has."""
+    needed, available = estimated_parameter_bytes(name, spec), device_total_bytes(device)
+    if available is not None and needed > available:
+        raise ModelError(
+            f"Config key `models.{name}`: its parameters alone need about {needed / GIB:.0f} GiB "
+            f"({spec.get('weights_dtype') or 'float32'}), but the device ({device}) has {available / GIB:.0f} GiB: "
+            "expected a smaller config, a reduced-precision weights_dtype, or hardware with more memory."
+        )
+
+
+def estimated_parameter_bytes(name: str, spec: dict) -> int:
+    """The weights' bytes, known without allocating them: the checkpoint's size on disk, or for random weights
+    the parameters of a build on the meta device (which costs no memory) in the dtype they will be cast to."""
+    if spec["weights"] != "random":
+        path = Path(spec["weights"])
+        files = [path] if path.is_file() else [f for f in path.rglob("*") if f.is_file() and not f.is_symlink()]
+        return sum(f.stat().st_size for f in files)
+    with torch.device("meta"):
+        module = (
+            _torchvision_model(name, spec) if spec["source"] == "torchvision" else _transformers_model(name, spec)[0]
+        )
+    dtype = DTYPES.get(spec.get("weights_dtype"))
+    scale = torch.finfo(dtype).bits / 32 if dtype is not None else 1.0
+    return int(parameter_bytes(module) * scale)
 
 
 def _to(tensor: torch.Tensor, device: str, dtype: torch.dtype | None) -> torch.Tensor:

@@ -100,6 +100,28 @@ def scaling_findings(scaling: pd.DataFrame) -> list[str]:
     return findings
 
 
+def comparison_findings(comparison: pd.DataFrame) -> list[str]:
+    """One sentence per hardware entry: how its experiments compare with the baseline's, and the geometric means."""
+    findings = []
+    for hardware, frame in comparison.groupby("hardware", sort=False):
+        experiments = frame[frame["scope"] == "experiment"]
+        counts = experiments["verdict"].value_counts()
+        tally = (
+            f"faster in {counts.get('faster', 0)}, slower in {counts.get('slower', 0)}, the same in "
+            f"{counts.get('same', 0)} and unclear in {counts.get('unclear', 0)}"
+        )
+        means = "; ".join(
+            f"{r['mode']} {r['ratio']:.2f}× ({_interval(r['ratio_ci95_low'], r['ratio_ci95_high'])}, {r['verdict']})"
+            for r in _records(frame[frame["scope"] == "geomean"])
+        )
+        findings.append(
+            f"Against {frame['baseline_hardware'].iloc[0]}, {hardware} was {tally} of {len(experiments)} "
+            f"experiments (a ratio counts as the same within 1 ± {frame['threshold'].iloc[0]:g}); geometric mean per "
+            f"mode: {means}."
+        )
+    return findings
+
+
 def _times(value) -> str:
     return "–" if value is None else f"{value:.2f}×"
 
@@ -228,6 +250,7 @@ def context(
     hardware_costs = pd.read_csv(tables["hardware_costs"])
     effects = pd.read_csv(tables["mode_effects"])
     scaling = pd.read_csv(tables["scaling"])
+    comparison = pd.read_csv(tables["comparison"])
     envs = [read_json(p) for p in env_records]
     published = config.get("published") or {}
     by_name = {Path(f).stem: Path(f) for f in figures}
@@ -239,6 +262,8 @@ def context(
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "findings": key_findings(runs, speedups) + settings_findings(effects) + scaling_findings(scaling),
         "scaling": _records(scaling),
+        "comparison": _records(comparison),
+        "comparison_findings": comparison_findings(comparison),
         "modes": mode_table(runs),
         "summary": summary.to_dict("records"),
         "counts": runs["status"].value_counts().to_dict(),

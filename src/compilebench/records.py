@@ -7,6 +7,9 @@ typed here so that the engine, the tables and the tests agree on their shape.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import traceback
 from datetime import datetime, timezone
 from typing import Any, TypedDict
 
@@ -41,6 +44,7 @@ class ResultHeader(TypedDict):
     model: str
     mode: str
     hardware: str
+    experiment_sha256: str  # experiment_digest of what the job measured
     device: str
     task: str
     dtype: str
@@ -78,6 +82,27 @@ class Result(ResultHeader, total=False):
 REQUIRED_KEYS = frozenset(ResultHeader.__required_keys__)
 
 
+def experiment_digest(exp: Experiment) -> str:
+    """A fingerprint of everything a job measured with: a result is taken only for the experiment it carries."""
+    return hashlib.sha256(json.dumps(exp, sort_keys=True).encode()).hexdigest()
+
+
+def identity(exp: Experiment) -> dict[str, str]:
+    """What a result must carry to stand for `exp`."""
+    return {
+        "hardware": exp["hardware"],
+        "model": exp["model"],
+        "mode": exp["mode"],
+        "experiment_sha256": experiment_digest(exp),
+    }
+
+
+def error_info(exc: BaseException, lines: int = 15) -> ErrorInfo:
+    """What a failure record says: the exception in one line, and the end of its traceback."""
+    tail = "".join(traceback.format_exception(exc)).strip().splitlines()[-lines:]
+    return {"message": f"{type(exc).__name__}: {exc}", "traceback": "\n".join(tail)}
+
+
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
@@ -95,6 +120,7 @@ def result_header(
         "mode": exp["mode"],
         "mode_settings": exp["mode_settings"],
         "hardware": exp["hardware"],
+        "experiment_sha256": experiment_digest(exp),
         "device": exp["device"],
         "task": spec["task"],
         "dtype": spec["dtype"],

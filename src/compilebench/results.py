@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .records import REQUIRED_KEYS, Result
+from .records import REQUIRED_KEYS, SCHEMA_VERSION, ErrorInfo, Result
 
 
 def _plain(value: Any) -> Any:
@@ -53,19 +54,67 @@ def read_json(path: str | Path) -> dict:
     return json.loads(Path(path).read_text())
 
 
-def read_result(path: str | Path) -> Result:
-    """A result file, refused with the file named when it does not parse or lacks what every result has."""
+def write_failure(path: str | Path, error: ErrorInfo) -> None:
+    """In place of a step's output (a reference's tensors), the record of why it could not be made."""
+    write_json(path, {"schema": SCHEMA_VERSION, "status": "failed", "error": error})
+
+
+def failure_of(path: str | Path | None) -> ErrorInfo | None:
+    """The error a failed step recorded in its output (an environment record, a reference), or None when the
+    output is what the step makes. A reference's tensors are a torch zip archive, never JSON."""
+    if path is None or not Path(path).is_file():
+        return None
+    with open(path, "rb") as handle:
+        if handle.read(1) != b"{":
+            return None
+    record = read_json(path)
+    return record.get("error") if record.get("status") == "failed" else None
+
+
+class BadResult(UserError):
+    """A result file that does not parse, lacks what every result has, or stands for another experiment."""
+
+
+def read_result(path: str | Path, expected: dict[str, str] | None = None) -> Result:
+    """A result file, refused with the file named when it does not parse, lacks what every result has, or
+    carries another identity than `expected` (`records.identity` of the experiment it stands for)."""
     try:
         record = read_json(path)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(
-            f"Result file {path} cannot be read ({type(exc).__name__}: {exc}): "
-            "delete it and run again to redo that experiment."
-        ) from None
+        raise BadResult(f"{path} cannot be read ({type(exc).__name__}: {exc})") from None
     missing = sorted(REQUIRED_KEYS - set(record)) if isinstance(record, dict) else ["(not a JSON object)"]
     if missing:
-        raise UserError(
-            f"Result file {path} lacks {', '.join(missing)}, which every result has: "
-            "delete it and run again to redo that experiment."
+        raise BadResult(f"{path} lacks {', '.join(missing)}, which every result has")
+    differs = [key for key, value in (expected or {}).items() if record[key] != value]
+    if differs:
+        found = "/".join(str(record[k]) for k in ("hardware", "model", "mode"))
+        raise BadResult(
+            f"{path} is not the result of the experiment it stands for (it records {found}, and its "
+            f"{', '.join(differs)} differ{'s' if len(differs) == 1 else ''} from what the config asks)"
         )
     return record
+
+
+def read_results(
+    paths: list[str | Path], expected: dict[str, dict[str, str]] | None = None, downstream: list[str | Path] = ()
+) -> list[Result]:
+    """Every result, or one error naming each bad file. The bad ones are moved aside (to `NAME.rejected`) and the
+    `downstream` outputs that rest on them are removed: Snakemake redoes a missing result only when something
+    that needs it is missing too, so the next run then redoes just those experiments and what follows."""
+    results, problems = [], []
+    for path in paths:
+        try:
+            results.append(read_result(path, (expected or {}).get(str(path))))
+        except BadResult as bad:
+            problems.append(str(bad))
+            with contextlib.suppress(FileNotFoundError):
+                Path(path).replace(f"{path}.rejected")
+    if problems:
+        for output in downstream:
+            Path(output).unlink(missing_ok=True)
+        removed = f" and {', '.join(map(str, downstream))} removed" if downstream else ""
+        raise BadResult(
+            f"Refused {len(problems)} result file(s): {'; '.join(problems)}. Each was moved aside to NAME.rejected"
+            f"{removed}: run the same command again to redo those experiments (and only those)."
+        )
+    return results

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-import traceback
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from .errors import Unsupported
 from .generation import Generation, GreedyGenerator, summarize_tokens
 from .memory import PeakMemory
 from .models import Bundle, build, parameter_bytes
-from .records import Experiment, Result, now, result_header
+from .records import Experiment, Result, error_info, now, result_header
 
 log = logging.getLogger(__name__)
 
@@ -49,16 +48,16 @@ def run(
     except Unsupported as exc:
         result.update(result_header(exp, "unsupported", str(exc), started_at=result["started_at"]))
     except Exception as exc:  # any failure is data, reported with its reason
-        message = f"{type(exc).__name__}: {exc}"
-        result.update(result_header(exp, "failed", message, traceback=_tail(exc), started_at=result["started_at"]))
+        error = error_info(exc)
+        result.update(
+            result_header(
+                exp, "failed", error["message"], traceback=error["traceback"], started_at=result["started_at"]
+            )
+        )
     finally:
         result["finished_at"] = now()
     log.info("%s/%s/%s: %s", exp["hardware"], exp["model"], exp["mode"], result["status"])
     return result
-
-
-def _tail(exc: BaseException, lines: int = 15) -> str:
-    return "\n".join("".join(traceback.format_exception(exc)).strip().splitlines()[-lines:])
 
 
 class private_compile_cache:

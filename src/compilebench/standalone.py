@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from . import figures, paper, tables
+from . import figures, paper, tables, verdicts
 from .config import hardware_prices, peak_overrides
 from .layout import FIGURE_TABLES, PAPER_TABLES, TABLE_NAMES
 
@@ -31,6 +31,9 @@ def write_tables(result_paths: list[Path], config: dict, out_dir: Path) -> dict[
     }
     frames["mode_effects"] = tables.mode_effects(runs, frames["latency_samples"])
     frames["scaling"] = tables.scaling(runs)
+    frames["comparison"] = verdicts.within_run(
+        runs, frames["latency_samples"], config["report"].get("baseline_hardware"), config["report"]["threshold"]
+    )
     assert tuple(frames) == TABLE_NAMES
     paths = {name: out_dir / f"{name}.csv" for name in frames}
     for name, frame in frames.items():

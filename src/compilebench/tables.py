@@ -14,7 +14,7 @@ from .errors import UserError
 from .modes import MODE_NAMES, base_mode
 from .peaks import lookup
 from .records import SWEEP_KEYS
-from .results import read_result
+from .results import read_results
 
 IDENTITY = ["hardware", "model", "mode", "task", "device", "dtype", "batch_size"]
 # The model a sweep point belongs to, and the swept settings that are not identity columns already.
@@ -115,17 +115,19 @@ def mode_columns(settings: dict) -> dict:
     }
 
 
-def runs_table(paths: list[str | Path]) -> pd.DataFrame:
-    """One row per job, from exactly the result files given (the current config's)."""
-    rows = [_run_row(read_result(path), str(path)) for path in paths]
+def runs_table(
+    paths: list[str | Path], expected: dict[str, dict[str, str]] | None = None, downstream: list[str | Path] = ()
+) -> pd.DataFrame:
+    """One row per job, from exactly the result files given (the current config's), each checked against the
+    identity `expected` gives for its path (`results.read_results`)."""
+    rows = [_run_row(result, str(path)) for path, result in zip(paths, read_results(paths, expected, downstream))]
     return pd.DataFrame(rows, columns=list(_run_row({"status": "ok"}, "").keys()))
 
 
 def latency_samples(paths: list[str | Path]) -> pd.DataFrame:
     """One row per timed iteration of every job that produced samples."""
     frames = []
-    for path in paths:
-        result = read_result(path)
+    for result in read_results(paths):
         samples = result.get("latency_ms") or []
         if samples:
             frame = pd.DataFrame({"iteration": range(len(samples)), "latency_ms": samples})
@@ -139,8 +141,7 @@ def latency_samples(paths: list[str | Path]) -> pd.DataFrame:
 def top_ops(paths: list[str | Path], per_run: int = 10) -> pd.DataFrame:
     """The profiled runs' top operators by self time, one row per operator."""
     rows = []
-    for path in paths:
-        result = read_result(path)
+    for result in read_results(paths):
         profile = result.get("profile") if result["status"] == "ok" else None
         for rank, op in enumerate((profile or {}).get("top_ops", [])[:per_run], start=1):
             rows.append(

@@ -1,0 +1,113 @@
+"""Verdicts: faster, slower, the same or unclear, within a run and between two runs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from synthetic import synthetic_results
+
+from compilebench import verdicts
+
+
+def compilebench(*args) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "compilebench.cli", *map(str, args)], capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "expected"),
+    [
+        (1.10, 1.20, "faster"),
+        (0.80, 0.90, "slower"),
+        (0.97, 1.04, "same"),
+        (0.90, 1.02, "unclear"),
+        (1.02, 1.2, "unclear"),
+    ],
+)
+def test_a_verdict_is_what_the_interval_supports_against_the_threshold(low, high, expected):
+    assert verdicts.verdict(low, high, 0.05) == expected
+
+
+def test_the_geometric_mean_interval_holds_the_ratio_and_narrows_with_more_samples():
+    rng = np.random.default_rng(0)
+
+    def pairs(n):
+        return [(list(rng.normal(10, 0.5, n)), list(rng.normal(8, 0.4, n))) for _ in range(3)]
+
+    few, many = (verdicts.geometric_mean(pairs(n), resamples=500, seed=0) for n in (10, 400))
+    for mean in (few, many):
+        assert mean["ratio_ci95_low"] < mean["ratio"] < mean["ratio_ci95_high"]
+    assert many["ratio_ci95_low"] < 1.25 < many["ratio_ci95_high"]
+    assert many["ratio_ci95_high"] - many["ratio_ci95_low"] < few["ratio_ci95_high"] - few["ratio_ci95_low"]
+
+
+def scaled_copy(source, dest, factor: float):
+    shutil.copytree(source, dest)
+    for path in dest.rglob("*.json"):
+        record = json.loads(path.read_text())
+        if record.get("latency_ms"):
+            record["latency_ms"] = [x * factor for x in record["latency_ms"]]
+        path.write_text(json.dumps(record))
+    return dest
+
+
+def test_compare_finds_a_run_with_30_percent_longer_latencies_slower_and_fails_on_it(tmp_path):
+    synthetic_results(tmp_path / "base" / "results")
+    slower = scaled_copy(tmp_path / "base", tmp_path / "new", 1.3)
+    out = tmp_path / "comparison.csv"
+    done = compilebench("compare", tmp_path / "base", slower, "--fail-on-regression", "--out", out)
+    assert done.returncode == 1, done.stderr
+    assert "cpu/resnet/compile-default:" in done.stdout and "REGRESSION (slower)" in done.stdout
+    table = pd.read_csv(out)
+    timed = table[(table["scope"] == "experiment") & table["ratio"].notna()]
+    assert (timed["verdict"] == "slower").all() and np.allclose(timed["ratio"], 1 / 1.3)
+    assert (timed["ratio_ci95_low"] <= timed["ratio"]).all() and (timed["ratio"] <= timed["ratio_ci95_high"]).all()
+    geomeans = table[table["scope"] == "geomean"]
+    assert set(geomeans["verdict"]) == {"slower"} and "geometric mean, compile-default on cpu" in done.stdout
+    assert compilebench("compare", tmp_path / "base", slower).returncode == 0  # without the flag, only a report
+
+
+def test_compare_of_a_run_with_itself_is_the_same_and_passes(tmp_path):
+    synthetic_results(tmp_path / "run" / "results")
+    done = compilebench("compare", tmp_path / "run", tmp_path / "run" / "results", "--fail-on-regression")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no regression" in done.stdout and "slower" not in done.stdout and "faster" not in done.stdout
+    lines = [line for line in done.stdout.splitlines() if " ms → " in line]
+    assert lines and all(line.endswith(": same") for line in lines)
+
+
+def test_compare_calls_a_status_or_correctness_change_a_regression_and_lists_one_sided_experiments(tmp_path):
+    synthetic_results(tmp_path / "base" / "results")
+    new = scaled_copy(tmp_path / "base", tmp_path / "new", 1.0)
+    runs = new / "results" / "runs" / "cpu"
+    failed = json.loads((runs / "resnet" / "jit.json").read_text())
+    failed.update(status="failed", error={"message": "boom", "traceback": ""})
+    (runs / "resnet" / "jit.json").write_text(json.dumps(failed))
+    wrong = json.loads((runs / "resnet" / "eager.json").read_text())
+    wrong["correctness"]["passed"] = False
+    (runs / "resnet" / "eager.json").write_text(json.dumps(wrong))
+    (runs / "llama" / "eager.json").unlink()
+    done = compilebench("compare", tmp_path / "base", new, "--fail-on-regression")
+    assert done.returncode == 1
+    assert "cpu/resnet/jit: ok → failed, not timed on both sides  REGRESSION (status ok → failed)" in done.stdout
+    assert "REGRESSION (correctness pass → fail)" in done.stdout
+    assert "only in BASE: cpu/llama/eager" in done.stdout
+
+
+def test_compare_refuses_a_folder_without_results_and_runs_of_two_schemas(tmp_path):
+    synthetic_results(tmp_path / "base" / "results")
+    (tmp_path / "empty").mkdir()
+    done = compilebench("compare", tmp_path / "base", tmp_path / "empty")
+    assert done.returncode == 2 and "holds no results" in done.stderr and str(tmp_path / "empty") in done.stderr
+    other = scaled_copy(tmp_path / "base", tmp_path / "other", 1.0)
+    for path in other.rglob("*.json"):
+        path.write_text(path.read_text().replace('"schema": 1', '"schema": 2'))
+    done = compilebench("compare", tmp_path / "base", other)
+    assert done.returncode == 2 and "schema" in done.stderr and "Traceback" not in done.stderr
