@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 import torch.utils.benchmark as benchmark
+from fresh_run import ROOT, run_pipeline
 
 from compilebench import config as configuration
 from compilebench import runner, wrappers
@@ -39,18 +39,12 @@ from compilebench.jobs import apply_hardware
 from compilebench.models import build
 from compilebench.timing import Clock, warm_up
 
-ROOT = Path(__file__).resolve().parents[1]
-PROJECT_PARTS = ["Snakefile", "rules", "scripts", "src", "config", "envs", "report"]
 Key = tuple[str, str, str]
 
 
 def pipeline_medians(config_path: Path) -> dict[Key, float]:
     with tempfile.TemporaryDirectory(prefix="compilebench-spread-") as tmp:
-        for part in PROJECT_PARTS:
-            (shutil.copytree if (ROOT / part).is_dir() else shutil.copy2)(ROOT / part, Path(tmp) / part)
-        shutil.copy2(config_path, Path(tmp) / "config" / "config.yaml")
-        subprocess.run([sys.executable, "-m", "snakemake", "--cores", "4", "--quiet", "all"], cwd=tmp, check=True)
-        runs = pd.read_csv(Path(tmp) / "results" / "tables" / "runs.csv")
+        runs = pd.read_csv(run_pipeline(config_path, Path(tmp)) / "results" / "tables" / "runs.csv")
     ok = runs[runs["status"] == "ok"]
     return {(h, m, x): v for h, m, x, v in ok[["hardware", "model", "mode", "median_ms"]].itertuples(index=False)}
 
