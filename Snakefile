@@ -42,6 +42,7 @@ localrules:
     mode_effects_table,
     scaling_table,
     comparison_table,
+    change_table,
     figures,
     paper_html,
     paper_pdf,

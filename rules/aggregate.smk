@@ -178,3 +178,25 @@ rule comparison_table:
         threshold=get_threshold,
     script:
         "../scripts/comparison_table.py"
+
+
+rule change_table:
+    input:
+        runs=get_run_results,
+        checked=layout.table("runs"),
+        previous=get_previous_results,
+        code=TABLE_SOURCES,
+    output:
+        report(
+            layout.table("change"),
+            caption="../report/captions/change_table.rst",
+            category="Tables",
+        ),
+    log:
+        "logs/aggregate/change_table.log",
+    conda:
+        "../envs/cpu.yaml"
+    params:
+        threshold=get_threshold,
+    script:
+        "../scripts/change_table.py"

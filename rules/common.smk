@@ -8,6 +8,7 @@ from snakemake.exceptions import WorkflowError
 from compilebench import config as configuration
 from compilebench import REPORT_MODULES, TABLE_MODULES, engine_sources, layout, sources
 from compilebench.errors import ConfigError, UserError
+from compilebench.results import run_result_paths
 from compilebench import modes, records
 
 try:
@@ -44,7 +45,8 @@ def runs_here():
     return workflow.local_exec and not workflow.remote_exec
 
 
-if runs_here():
+# A dry run only shows the plan (a GPU study previewed on a laptop); a real run stops here.
+if runs_here() and not workflow.dryrun:
     try:
         configuration.check_devices_here(config, gpu_visible)
     except ConfigError as error:
@@ -126,6 +128,12 @@ def get_baseline_hardware(wildcards):
 
 def get_threshold(wildcards):
     return config["report"]["threshold"]
+
+
+def get_previous_results(wildcards):
+    """The result files of `report.compare_with`: a change to them reruns the comparison."""
+    previous = config["report"].get("compare_with")
+    return [str(path) for path in run_result_paths(previous)] if previous else []
 
 
 def get_config_as_run():

@@ -126,3 +126,31 @@ def test_the_comparison_section_states_each_platform_against_the_baseline(paper_
     sentence = "Against cpu, cpu-fast was faster in 0, slower in 7, the same in 0 and unclear in 0 of 7 experiments"
     assert sentence in html
     assert "geometric mean per mode: eager 0.50× (95% CI" in html
+
+
+def test_the_change_against_a_previous_run_names_every_regression(paper_inputs, tmp_path):
+    import json
+    import shutil
+
+    tabs, figs, envs = paper_inputs
+    previous = tmp_path / "previous" / "results"
+    shutil.copytree(tmp_path / "runs", previous / "runs")
+    for path in previous.rglob("*.json"):  # the earlier run was 30% faster throughout
+        record = json.loads(path.read_text())
+        record["latency_ms"] = [x / 1.3 for x in record.get("latency_ms") or []]
+        path.write_text(json.dumps(record))
+    config = validated(report={"compare_with": str(tmp_path / "previous")})
+    current = sorted((tmp_path / "runs").rglob("*.json"))
+    tabs = {**tabs, "change": write_tables(current, config, tmp_path / "with-change")["change"]}
+    html = render(tabs, figs, envs, config)
+    assert 'id="change-table"' in html
+    assert (
+        f"Against the run in {tmp_path / 'previous'}, of the 16 experiments both runs hold, 0 were faster, 14 slower"
+        in html
+    )
+    assert "(2 not timed on both sides)" in html and "Regressions: cpu/llama/compile-default (slower)" in html
+
+
+def test_compare_with_a_folder_without_results_is_refused_before_any_job(tmp_path):
+    with pytest.raises(configuration.ConfigError, match="`report.compare_with`.*holds no results"):
+        validated(report={"compare_with": str(tmp_path)})

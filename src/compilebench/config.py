@@ -21,6 +21,7 @@ from . import catalog, modes
 from .errors import ConfigError, UserError  # noqa: F401  (UserError: the base callers catch)
 from .layout import ASSETS_DIR, TRACE, WEIGHTS_DIR
 from .records import SWEEP_KEYS
+from .results import run_result_paths
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
 
@@ -103,6 +104,7 @@ def validate(config: dict) -> dict:
             "Config key `hardware` is empty: expected at least one hardware entry, such as `cpu: {device: cpu}`."
         )
     _check_baseline(config)
+    _check_compare_with(config)
     config["models"] = expand_sweeps(config["models"])
     _check_mode_definitions(config["mode_definitions"])
     _check_mode_names("modes", config["modes"], config)
@@ -128,6 +130,15 @@ def _check_finite(value: Any, path: list) -> None:
     elif isinstance(value, list):
         for i, item in enumerate(value):
             _check_finite(item, [*path, i])
+
+
+def _check_compare_with(config: dict) -> None:
+    previous = config["report"].get("compare_with")
+    if previous is not None and not run_result_paths(previous):
+        raise ConfigError(
+            f"Config key `report.compare_with` is {previous!r}, which holds no results: expected a project folder "
+            "with results/runs/HARDWARE/MODEL/MODE.json files from an earlier run, or its results/ folder."
+        )
 
 
 def _check_baseline(config: dict) -> None:

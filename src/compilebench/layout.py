@@ -39,6 +39,7 @@ TABLE_NAMES = (
     "mode_effects",
     "scaling",
     "comparison",
+    "change",
 )
 PAPER_TABLES = (
     "runs",
@@ -50,6 +51,7 @@ PAPER_TABLES = (
     "mode_effects",
     "scaling",
     "comparison",
+    "change",
 )
 
 # The tables the figures read, in the order of figures.Tables' fields.

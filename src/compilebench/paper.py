@@ -122,6 +122,31 @@ def comparison_findings(comparison: pd.DataFrame) -> list[str]:
     return findings
 
 
+def change_findings(change: pd.DataFrame, previous: str) -> list[str]:
+    """What changed against the previous run: the verdicts counted, the geometric means, every regression named."""
+    experiments = change[change["scope"] == "experiment"]
+    if experiments.empty:
+        return []
+    counts = experiments["verdict"].value_counts()
+    means = "; ".join(
+        f"{r['mode']} on {r['hardware']} {r['ratio']:.2f}× ({_interval(r['ratio_ci95_low'], r['ratio_ci95_high'])}, "
+        f"{r['verdict']})"
+        for r in _records(change[change["scope"] == "geomean"])
+    )
+    regressed = [
+        f"{r['hardware']}/{r['model']}/{r['mode']} ({r['regression']})"
+        for r in _records(experiments)
+        if isinstance(r["regression"], str)
+    ]
+    return [
+        f"Against the run in {previous}, of the {len(experiments)} experiments both runs hold, "
+        f"{counts.get('faster', 0)} were faster, {counts.get('slower', 0)} slower, {counts.get('same', 0)} the same "
+        f"and {counts.get('unclear', 0)} unclear ({experiments['verdict'].isna().sum()} not timed on both sides); "
+        f"geometric mean per mode: {means or 'none timed on both sides'}.",
+        f"Regressions: {', '.join(regressed)}." if regressed else "No experiment regressed.",
+    ]
+
+
 def _times(value) -> str:
     return "–" if value is None else f"{value:.2f}×"
 
@@ -251,6 +276,8 @@ def context(
     effects = pd.read_csv(tables["mode_effects"])
     scaling = pd.read_csv(tables["scaling"])
     comparison = pd.read_csv(tables["comparison"])
+    change = pd.read_csv(tables["change"])
+    previous = (config.get("report") or {}).get("compare_with")
     envs = [read_json(p) for p in env_records]
     published = config.get("published") or {}
     by_name = {Path(f).stem: Path(f) for f in figures}
@@ -264,6 +291,9 @@ def context(
         "scaling": _records(scaling),
         "comparison": _records(comparison),
         "comparison_findings": comparison_findings(comparison),
+        "compare_with": previous,
+        "change": _records(change),
+        "change_findings": change_findings(change, previous) if previous else [],
         "modes": mode_table(runs),
         "summary": summary.to_dict("records"),
         "counts": runs["status"].value_counts().to_dict(),

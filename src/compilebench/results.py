@@ -71,6 +71,13 @@ def failure_of(path: str | Path | None) -> ErrorInfo | None:
     return record.get("error") if record.get("status") == "failed" else None
 
 
+def run_result_paths(folder: str | Path) -> list[Path]:
+    """The result files of one run: `folder` is a project folder or its `results/` folder."""
+    folder = Path(folder)
+    root = next((r for r in (folder / "results" / "runs", folder / "runs") if r.is_dir()), None)
+    return sorted(root.glob("*/*/*.json")) if root else []
+
+
 class BadResult(UserError):
     """A result file that does not parse, lacks what every result has, or stands for another experiment."""
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from . import figures, paper, tables, verdicts
 from .config import hardware_prices, peak_overrides
 from .layout import FIGURE_TABLES, PAPER_TABLES, TABLE_NAMES
+from .results import read_results, run_result_paths
 
 
 def write_tables(result_paths: list[Path], config: dict, out_dir: Path) -> dict[str, Path]:
@@ -33,6 +34,10 @@ def write_tables(result_paths: list[Path], config: dict, out_dir: Path) -> dict[
     frames["scaling"] = tables.scaling(runs)
     frames["comparison"] = verdicts.within_run(
         runs, frames["latency_samples"], config["report"].get("baseline_hardware"), config["report"]["threshold"]
+    )
+    previous = config["report"].get("compare_with")
+    frames["change"] = verdicts.change_against(
+        run_result_paths(previous) if previous else [], read_results(result_paths), config["report"]["threshold"]
     )
     assert tuple(frames) == TABLE_NAMES
     paths = {name: out_dir / f"{name}.csv" for name in frames}

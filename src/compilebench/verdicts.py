@@ -15,7 +15,7 @@ import pandas as pd
 
 from . import stats
 from .errors import UserError
-from .results import read_result
+from .results import read_result, run_result_paths
 
 VERDICTS = ("faster", "slower", "same", "unclear")
 DEFAULT_THRESHOLD = 0.05
@@ -125,15 +125,17 @@ def compare_pairs(
 
 def run_results(folder: str | Path) -> dict[tuple[str, str, str], dict]:
     """The results of one run, by (hardware, model, mode): `folder` is a project folder or its `results/`."""
-    folder = Path(folder)
-    root = next((r for r in (folder / "results" / "runs", folder / "runs") if r.is_dir()), None)
-    paths = sorted(root.glob("*/*/*.json")) if root else []
+    paths = run_result_paths(folder)
     if not paths:
         raise UserError(
             f"{folder} holds no results: expected a project folder with results/runs/HARDWARE/MODEL/MODE.json "
             "files, or its results/ folder."
         )
-    return {(r["hardware"], r["model"], r["mode"]): r for r in (read_result(path) for path in paths)}
+    return by_experiment(read_result(path) for path in paths)
+
+
+def by_experiment(results) -> dict[tuple[str, str, str], dict]:
+    return {(r["hardware"], r["model"], r["mode"]): r for r in results}
 
 
 def between_runs(base: dict, new: dict, threshold: float, *, resamples: int = 2000) -> pd.DataFrame:
@@ -159,10 +161,22 @@ def between_runs(base: dict, new: dict, threshold: float, *, resamples: int = 20
             **row, "base_status": before["status"], "status": after["status"],
             "base_correct": _passed(before), "correct": _passed(after), "regression": _regression(before, after, row),
         })  # fmt: skip
-    rows += [{**row, "regression": row["verdict"] == "slower"} for row in ratios.values() if row["scope"] == "geomean"]
-    columns = [c for c in COLUMNS if c != "baseline_hardware"]
-    columns += ["base_status", "status", "base_correct", "correct", "regression"]
-    return pd.DataFrame(rows, columns=columns)
+    geomeans = [row for row in ratios.values() if row["scope"] == "geomean"]
+    rows += [{**row, "regression": "slower" if row["verdict"] == "slower" else None} for row in geomeans]
+    return pd.DataFrame(rows, columns=BETWEEN_COLUMNS)
+
+
+BETWEEN_COLUMNS = [
+    *(c for c in COLUMNS if c != "baseline_hardware"),
+    *("base_status", "status", "base_correct", "correct", "regression"),
+]
+
+
+def change_against(previous: list[str | Path], current: list[dict], threshold: float) -> pd.DataFrame:
+    """This run's results against a previous run's result files (`report.compare_with`); empty without one."""
+    if not previous:
+        return pd.DataFrame(columns=BETWEEN_COLUMNS)
+    return between_runs(by_experiment(read_result(p) for p in previous), by_experiment(current), threshold)
 
 
 def _timed(before: dict, after: dict) -> bool:
