@@ -94,7 +94,7 @@ PartitionName=gpu Nodes={node_name} MaxTime=INFINITE State=UP
         for daemon in ("slurmctld", "slurmd"):
             subprocess.run([daemon, "-f", str(self.conf)], check=True, timeout=60)
             self.pid_files.append(self.folder / f"{daemon}.pid")
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # a busy machine brings the node up slowly
         while time.monotonic() < deadline:
             state = subprocess.run(
                 ["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=30

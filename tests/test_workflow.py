@@ -106,10 +106,12 @@ def test_paper_renders_in_headless_chromium(finished, tmp_path):
                 "--disable-sync",
                 "--no-first-run",
             ],
+            timeout=180_000,  # Playwright's 30 s default is too short for a busy machine
         )
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
         page.on("pageerror", lambda error: errors.append(str(error)))
+        page.set_default_timeout(180_000)
         page.goto((project / "results" / "report" / "paper.html").as_uri())
         page.wait_for_load_state("load")
         rendered = page.eval_on_selector_all(
