@@ -45,14 +45,6 @@ def runs_here():
     return workflow.local_exec and not workflow.remote_exec
 
 
-# A dry run only shows the plan (a GPU study previewed on a laptop); a real run stops here.
-if runs_here() and not workflow.dryrun:
-    try:
-        configuration.check_devices_here(config, gpu_visible)
-    except ConfigError as error:
-        raise WorkflowError(str(error)) from None
-
-
 def active_hardware():
     """Every hardware entry, less optional GPU entries on a machine whose torch sees no GPU."""
     return [
@@ -273,6 +265,16 @@ def get_asset_source(wildcards):
 
 def get_model_spec(wildcards):
     return configuration.canonical(configuration.weights_entry(config, wildcards.model))
+
+
+# Before any job of a real run on this machine (a dry run still shows the plan, say of a GPU
+# study previewed on a laptop; on a cluster the nodes decide).
+onstart:
+    if runs_here():
+        try:
+            configuration.check_devices_here(config, gpu_visible)
+        except ConfigError as error:
+            raise WorkflowError(str(error)) from None
 
 
 onsuccess:
