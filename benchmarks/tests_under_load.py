@@ -30,18 +30,25 @@ def one_round(pytest_args: list[str], hogs: int) -> tuple[set[str], float, str]:
     for process in busy:
         process.start()
     begin = time.monotonic()
+    lines = []
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", *pytest_args],
+        with subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-v", "-rfE", "-p", "no:cacheprovider", *pytest_args],
             cwd=ROOT,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             text=True,
-        )
+        ) as suite:
+            for line in suite.stdout:  # as it goes, so that a round cut short still shows its results
+                lines.append(line)
+                if re.search(r" (PASSED|FAILED|ERROR|SKIPPED)", line):
+                    print(f"  {line.rstrip()}", flush=True)
     finally:
         for process in busy:
             process.terminate()
-    failed = set(re.findall(r"^FAILED (\S+)", done.stdout, re.M))
-    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-300:]
+    output = "".join(lines)
+    failed = set(re.findall(r"^(?:FAILED|ERROR) (\S+)", output, re.M))
+    summary = output.strip().splitlines()[-1] if output.strip() else "no output"
     return failed, time.monotonic() - begin, summary
 
 
