@@ -353,12 +353,17 @@ def verdict(low: float, high: float) -> str:
     return "no detectable difference"
 
 
+def baseline_of(hardware, baseline: str | None) -> str | None:
+    """The hardware the others are set against: `report.baseline_hardware` where it ran, else the first that did."""
+    names = list(dict.fromkeys(hardware))
+    return baseline if baseline in names else (names[0] if names else None)
+
+
 def hardware_costs(runs: pd.DataFrame, prices: dict[str, float], baseline: str | None) -> pd.DataFrame:
     """Per run: p90 latency relative to the baseline hardware's same model and mode, and where the hardware
     has a price, the cost of a million inferences (price per hour over inferences per hour at the median)."""
     ok = runs[runs["status"] == "ok"]
-    hardware = list(dict.fromkeys(ok["hardware"]))
-    baseline = baseline if baseline in hardware else (hardware[0] if hardware else None)
+    baseline = baseline_of(ok["hardware"], baseline)
     base = ok[ok["hardware"] == baseline].set_index(["model", "mode"])["p90_ms"]
     frame = ok[["hardware", "model", "mode", "batch_size", "median_ms", "p90_ms"]].copy()
     frame["hardware_label"] = _hardware_labels(ok)

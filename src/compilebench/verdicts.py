@@ -16,6 +16,7 @@ import pandas as pd
 from . import stats
 from .errors import UserError
 from .results import read_result, run_result_paths
+from .tables import baseline_of
 
 VERDICTS = ("faster", "slower", "same", "unclear")
 DEFAULT_THRESHOLD = 0.05
@@ -38,7 +39,7 @@ def ratio_row(base_ms: list[float], new_ms: list[float], threshold: float, *, re
     ratio = stats.speedup(base_ms, new_ms, resamples=resamples, seed=seed)
     low, high = ratio["ci95"]
     return {
-        "base_median_ms": float(np.median(base_ms)),
+        "base_median_ms": ratio["eager_median_ms"],  # stats.speedup's numerator side
         "median_ms": float(np.median(new_ms)),
         "ratio": ratio["value"],
         "ratio_ci95_low": low,
@@ -85,8 +86,7 @@ def within_run(
 ) -> pd.DataFrame:
     """Every platform against the baseline platform, for each model and mode that ran ok on both: one row per
     experiment (`scope` experiment), and the geometric mean per platform and mode (`scope` geomean)."""
-    hardware = list(dict.fromkeys(runs["hardware"]))
-    baseline = baseline if baseline in hardware else (hardware[0] if hardware else None)
+    baseline = baseline_of(runs["hardware"], baseline)
     ok = {tuple(key) for key in runs.loc[runs["status"] == "ok", ["hardware", *KEY]].to_numpy()}
     by_run = {key: list(frame["latency_ms"]) for key, frame in samples.groupby(["hardware", *KEY], sort=False)}
     pairs = {
