@@ -26,13 +26,15 @@ report: "report/workflow.rst"
 include: "rules/common.smk"
 
 
-# On a cluster, downloads (compute nodes often have no internet), tables and the
-# paper run where snakemake runs; only environment, reference and benchmark jobs
+# On a cluster, downloads and Python environments (compute nodes often have no
+# internet; the venvs land on the shared file system), tables and the paper run
+# where snakemake runs; only environment, mode-check, reference and benchmark jobs
 # go to the hardware they describe.
 localrules:
     all,
     asset_download,
     weights_download,
+    python_env,
     runs_table,
     latency_samples_table,
     speedups_table,

@@ -1,4 +1,5 @@
 import functools
+import platform
 import re
 import sys
 from pathlib import Path
@@ -8,8 +9,8 @@ from snakemake.exceptions import WorkflowError
 from compilebench import config as configuration
 from compilebench import REPORT_MODULES, TABLE_MODULES, engine_sources, layout, sources
 from compilebench.errors import ConfigError, UserError
-from compilebench.results import run_result_paths
-from compilebench import modes, records
+from compilebench.results import read_json, run_result_paths
+from compilebench import modes, pyenv, records
 
 try:
     configuration.validate(config)
@@ -31,6 +32,7 @@ wildcard_constraints:
     model=NAME,
     mode="|".join(re.escape(name) for name in modes.definitions(config)),
     asset=NAME,
+    python_env=NAME,
 
 
 @functools.cache
@@ -46,12 +48,38 @@ def runs_here():
 
 
 def active_hardware():
-    """Every hardware entry, less optional GPU entries on a machine whose torch sees no GPU."""
+    """Every hardware entry, less optional GPU entries where no GPU is there to run them."""
     return [
-        name
-        for name, entry in config["hardware"].items()
-        if not (entry["optional"] and entry["device"] == "cuda" and not gpu_visible())
+        name for name, entry in config["hardware"].items() if is_active(name, entry)
     ]
+
+
+def is_active(name, entry):
+    """An optional GPU entry runs where a GPU is, which only its own environment job can tell: on a cluster
+    the node is not the host snakemake starts on, and a platform's own Python may not see the GPU its host
+    has. So that job is a checkpoint, and the entry's experiments are planned once it has looked.
+    """
+    if not skips_if_absent(entry):
+        return True
+    record = checkpoints.environment_record.get(hardware=name).output[0]
+    return not records.skipped(read_json(record))
+
+
+def skips_if_absent(entry):
+    return entry["optional"] and entry["device"] == "cuda"
+
+
+def get_skip_if_absent(wildcards):
+    return skips_if_absent(config["hardware"][wildcards.hardware])
+
+
+def get_deciding_host(wildcards):
+    """Where an optional GPU entry's job looks for a GPU: run here, this host, so that a project moved from a
+    laptop to a GPU box looks again; on a cluster, its node, whichever host snakemake starts on.
+    """
+    if not skips_if_absent(config["hardware"][wildcards.hardware]):
+        return None
+    return platform.node() if runs_here() else "cluster node"
 
 
 def benchmark_jobs():
@@ -88,6 +116,7 @@ REPORT_DIR = Path(workflow.basedir) / "report"
 ENGINE_SOURCES = [str(path) for path in engine_sources()]
 TABLE_SOURCES = [str(path) for path in sources(TABLE_MODULES)]
 REPORT_SOURCES = [str(path) for path in sources(REPORT_MODULES)]
+PYENV_SOURCES = [str(path) for path in sources(("pyenv",))]
 
 
 def figure_outputs(ext, in_report=False):
@@ -235,6 +264,22 @@ def slurm_extra(hardware, exclusive):
     options = ["--exclusive"] if exclusive and entry["exclusive"] else []
     options.append(entry["resources"].get("slurm_extra", ""))
     return " ".join(filter(None, options)) or None
+
+
+def get_python_env_requirements_path(wildcards):
+    return str(pyenv.requirements_file(wildcards.python_env))
+
+
+def get_python_env_requirements(wildcards):
+    """The pinned requirements file, where it exists; where not, the build records that as its failure."""
+    path = pyenv.requirements_file(wildcards.python_env)
+    return [str(path)] if path.is_file() else []
+
+
+def get_python_env_record(wildcards):
+    """A platform with its own Python environment runs its torch steps there, once that is built."""
+    name = config["hardware"][wildcards.hardware].get("python_env")
+    return [layout.PYTHON_ENV_RECORD.format(python_env=name)] if name else []
 
 
 def get_conda_env(wildcards):

@@ -1,6 +1,25 @@
-rule environment_record:
+rule python_env:
+    input:
+        requirements=get_python_env_requirements,
+        code=PYENV_SOURCES,
+    output:
+        venv=directory(layout.PYTHON_ENV),
+        record=layout.PYTHON_ENV_RECORD,
+    log:
+        "logs/python_envs/{python_env}.log",
+    conda:
+        "../envs/cpu.yaml"
+    params:
+        requirements=get_python_env_requirements_path,
+    script:
+        "../scripts/python_env.py"
+
+
+# A checkpoint: on a cluster, whether an optional GPU entry has a GPU is known on its node only.
+checkpoint environment_record:
     input:
         engine=ENGINE_SOURCES,
+        python_env=get_python_env_record,
     output:
         layout.ENV_RECORD,
     log:
@@ -13,6 +32,8 @@ rule environment_record:
         benchmark_slot=1,
     params:
         entry=get_hardware_settings,
+        skip_if_absent=get_skip_if_absent,
+        deciding_host=get_deciding_host,
     script:
         "../scripts/environment_record.py"
 
@@ -20,6 +41,7 @@ rule environment_record:
 rule mode_check:
     input:
         engine=ENGINE_SOURCES,
+        python_env=get_python_env_record,
     output:
         layout.MODE_CHECK,
     log:

@@ -8,4 +8,9 @@ from compilebench.joblog import logging_to
 from compilebench.jobs import environment_job
 
 with logging_to(snakemake.log[0]):
-    environment_job(snakemake.wildcards.hardware, snakemake.params.entry, snakemake.output[0])
+    environment_job(
+        snakemake.wildcards.hardware,
+        snakemake.params.entry,
+        snakemake.output[0],
+        skip_if_absent=snakemake.params.skip_if_absent,
+    )

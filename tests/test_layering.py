@@ -52,8 +52,9 @@ def test_report_side_modules_and_scripts_leave_torch_out():
 
 
 def test_engine_modules_are_exactly_what_a_measurement_imports(tmp_path):
-    """An environment record, a reference and a benchmark in one fresh process: the compilebench modules
-    they load are the engine sources whose change reruns measurements, no more and no fewer."""
+    """An environment record, a reference and a benchmark, each job's side and its child's, in one fresh
+    process: the compilebench modules they load are the engine sources whose change reruns measurements,
+    no more and no fewer."""
     config = configuration.validate(tiny_config({"resnet": TINY_MODELS["resnet"]}))
     jobs = {
         "entry": config["hardware"]["cpu"],
@@ -65,6 +66,7 @@ import json, sys
 spec = json.loads({json.dumps(jobs)!r})
 from compilebench import jobs, runner
 jobs.environment_job("cpu", spec["entry"], {str(tmp_path / "env.json")!r}, check=False)
+jobs._environment_in_child("cpu", spec["entry"], {str(tmp_path / "env.json")!r}, False, False)  # its child's side
 jobs.reference_job(spec["reference"], {str(tmp_path / "ref.pt")!r})
 assert runner.run(spec["benchmark"])["status"] == "ok"
 print(json.dumps(sorted(m.split(".")[1] for m in sys.modules if m.startswith("compilebench."))))

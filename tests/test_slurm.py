@@ -32,8 +32,12 @@ def two_partition_config() -> dict:
         "measure": dict(WORKFLOW_MEASURE),
         "models": {"resnet": {**TINY_MODELS["resnet"], "image": "dog.jpg", "labels": "imagenet_classes.txt"}},
         "hardware": {
-            name: {"device": "cpu", "resources": {"slurm_partition": partition, "mem_mb": 2000, "runtime": 20}}
-            for name, partition in PARTITIONS.items()
+            **{
+                name: {"device": "cpu", "resources": {"slurm_partition": partition, "mem_mb": 2000, "runtime": 20}}
+                for name, partition in PARTITIONS.items()
+            },
+            # The node has no GPU: its environment job, not the host snakemake runs on, says so.
+            "gpu": {"device": "cuda", "optional": True, "resources": {"slurm_partition": "gpu", "mem_mb": 2000}},
         },
         "assets": {**assets, "mirror": str(ASSETS_MIRROR)},
     }
@@ -103,6 +107,14 @@ def test_every_job_ran_ok_in_the_partition_its_hardware_names(on_slurm):
         assert result["status"] == "ok", result["error"]
         assert result["environment"]["slurm"]["job_partition"] == PARTITIONS[result["hardware"]]
         assert result["environment"]["slurm"]["job_id"]
+
+
+def test_an_optional_gpu_entry_is_decided_by_its_own_job_on_the_node(on_slurm):
+    record = json.loads((on_slurm / "results" / "env" / "gpu.json").read_text())
+    assert record["status"] == "skipped" and "sees no CUDA or ROCm GPU" in record["skipped_because"]
+    assert record["slurm"]["job_partition"] == "gpu" and record["slurm"]["job_id"]
+    assert not (on_slurm / "results" / "runs" / "gpu").exists()
+    assert "gpu" not in set(pd.read_csv(on_slurm / "results" / "tables" / "runs.csv")["hardware"])
 
 
 def test_benchmark_jobs_did_not_overlap(on_slurm):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -143,8 +144,29 @@ def test_snakemake_report_packages_the_run(finished):
 
 
 def test_dry_run_has_one_job_per_model_mode_hardware(finished):
-    _, config, planned = finished
-    assert planned == expected_runs(config)  # the optional GPU entry is skipped on a machine without one
+    project, config, planned = finished
+    assert planned == expected_runs(config)  # the optional GPU entry's wait on its environment job
+    gpu = json.loads((project / "results" / "env" / "gpu.json").read_text())
+    assert gpu["status"] == "skipped" and "sees no CUDA or ROCm GPU" in gpu["skipped_because"]
+    assert not (project / "results" / "runs" / "gpu").exists()
+
+
+def test_planning_never_imports_torch_where_snakemake_runs(tmp_path):
+    """Which entries run is decided by their own jobs, never by the torch of the host snakemake starts on."""
+    project = copy_project(tmp_path / "project", tiny_workflow_config(ASSETS_MIRROR))
+    poisoned = tmp_path / "poisoned" / "torch"
+    poisoned.mkdir(parents=True)
+    (poisoned / "__init__.py").write_text("raise ImportError('the planning process imported torch')\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "2"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(poisoned.parent)},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "results/env/gpu.json" in done.stdout and "results/runs/gpu/" not in done.stdout
 
 
 def test_end_to_end_produces_every_result_and_runs_table(finished):

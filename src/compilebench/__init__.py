@@ -19,6 +19,7 @@ ENGINE_MODULES = (
     "memory",
     "models",
     "profiling",
+    "pyenv",
     "records",
     "results",
     "runner",

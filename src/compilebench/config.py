@@ -456,5 +456,7 @@ def experiment(config: dict, model: str, mode: str, hardware: str, *, any_mode: 
             "device": entry["device"],
             "hardware_env": {k: str(v) for k, v in entry.get("env", {}).items()},
             "threads": entry.get("threads"),
+            # only where set, so that the identity of every other experiment stays what it was
+            **({"python_env": entry["python_env"]} if entry.get("python_env") else {}),
         }
     )

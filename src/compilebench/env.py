@@ -7,6 +7,7 @@ import os
 import platform
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import torch
@@ -68,9 +69,13 @@ def accelerator_info() -> dict | None:
     }
 
 
+def device_present(device: str) -> bool:
+    return device != "cuda" or torch.cuda.is_available()
+
+
 def check_device(hardware: str, device: str) -> None:
     """Fail, naming the entry and what was looked for, when the device is absent."""
-    if device == "cuda" and not torch.cuda.is_available():
+    if not device_present(device):
         raise HardwareError(
             f"Hardware entry `hardware.{hardware}` asks for device `cuda`, but torch {torch.__version__} "
             "sees no CUDA or ROCm GPU here (torch.cuda.is_available() is False): run on a machine with "
@@ -109,8 +114,11 @@ def code_revision() -> dict:
 
 
 def package_versions() -> dict:
-    versions = {}
-    for name in PACKAGES:
+    """Installed versions; compilebench's own is the checkout's, which a platform's venv imports uninstalled."""
+    from . import __version__
+
+    versions = {"compilebench": __version__}
+    for name in PACKAGES[1:]:
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
@@ -133,6 +141,8 @@ def record(hardware: str, entry: dict) -> dict:
         "device": device,
         "torch": torch.__version__,
         "python": platform.python_version(),
+        "python_env": entry.get("python_env"),
+        "python_executable": sys.executable,
         "platform": platform.platform(),
         "hostname": platform.node(),
         "cpu": cpu_info(),

@@ -17,8 +17,11 @@ import platform
 import sys
 from pathlib import Path
 
+from . import pyenv
+from .errors import UserError
 from .joblog import log_to_stderr
-from .records import ErrorInfo, Experiment, Result, error_info, now, result_header
+from .layout import PYTHON_ENV_RECORD
+from .records import SKIPPED, ErrorInfo, Experiment, Result, error_info, now, result_header
 from .results import atomic_write, failure_of, read_json, write_failure, write_json
 from .supervise import death, die_with_parent, die_with_snakemake, supervised
 
@@ -51,30 +54,85 @@ def apply_hardware(env_vars: dict, threads: int | None) -> None:
             torch.set_num_threads(threads)
 
 
-def environment_job(hardware: str, entry: dict, out: str | Path, *, check: bool = True) -> dict:
-    """Check the hardware (device present, tiny compile works) and write its environment record, failed or not."""
+def environment_job(
+    hardware: str, entry: dict, out: str | Path, *, check: bool = True, skip_if_absent: bool = False
+) -> dict:
+    """Check the hardware (device present, tiny compile works) in its own interpreter and write its environment
+    record, failed or not: a platform whose Python environment did not build, or whose interpreter dies, says why.
+    With `skip_if_absent` (an optional GPU entry), a missing device makes the record `skipped` instead of failed."""
     die_with_snakemake()
     apply_hardware(entry.get("env", {}), entry.get("threads"))
-    from . import env
-
-    record = {**env.record(hardware, entry), "status": "ok", "error": None}
-    if check:
-        try:
-            env.validate(hardware, entry["device"])
-        except Exception as exc:  # the platform's failure is data: its jobs say why they did not run
-            log.error("%s", exc)
-            record.update(status="failed", error=error_info(exc))
-    write_json(out, record)
-    return record
+    Path(out).unlink(missing_ok=True)
+    name = entry.get("python_env")
+    if name and (problem := _python_env_problem(hardware, name)):
+        return _write_unavailable(hardware, entry, out, problem)
+    request = {"job": "environment", "hardware": hardware, "entry": entry, "out": str(out), "check": check}
+    request["skip_if_absent"] = skip_if_absent
+    returncode = supervised(request, timeout_s=None, python=pyenv.interpreter(name))
+    if returncode != 0 or not Path(out).exists():
+        where = f" (Python environment `{name}`)" if name else ""
+        return _write_unavailable(hardware, entry, out, f"the environment process{where} {death(returncode)}")
+    return read_json(out)
 
 
 def mode_check_job(mode: str, settings: dict, entry: dict, out: str | Path) -> dict:
-    """Check a mode's backend and inductor settings against the hardware's torch, before any benchmark uses them."""
+    """Check a mode's backend and inductor settings against the hardware's torch, before any benchmark uses them.
+
+    A setting that torch does not know fails this job, naming the config key: no benchmark runs a mode it
+    would silently misread."""
     die_with_snakemake()
     apply_hardware(entry.get("env", {}), entry.get("threads"))
-    from .wrappers import check
+    Path(out).unlink(missing_ok=True)
+    request = {"job": "mode_check", "mode": mode, "settings": settings, "out": str(out)}
+    returncode = supervised(request, timeout_s=None, python=pyenv.interpreter(entry.get("python_env")))
+    if returncode != 0 or not Path(out).exists():
+        raise UserError(f"The check of mode `{mode}`: the checking process {death(returncode)}.")
+    if error := failure_of(out):
+        Path(out).unlink()
+        raise UserError(error["message"])
+    return read_json(out)
 
-    record = check(mode, settings)
+
+def _python_env_problem(hardware: str, name: str) -> str | None:
+    """Why hardware `hardware` cannot use Python environment `name`, in one paragraph; None when it can."""
+    built = Path(PYTHON_ENV_RECORD.format(python_env=name))
+    key = f"Hardware entry `hardware.{hardware}.python_env` (`{name}`)"
+    if not built.is_file():
+        return f"{key}: the environment is not built ({built} is missing); the workflow's python_env rule builds it."
+    error = failure_of(built)
+    if error:
+        return (
+            f"{key} could not be built: {error['message']}. Fix {pyenv.requirements_file(name)}, "
+            "or remove `python_env` to measure with the torch compilebench itself runs under; "
+            f"the build's log is logs/python_envs/{name}.log."
+        )
+    return None
+
+
+def _write_unavailable(hardware: str, entry: dict, out: str | Path, message: str) -> dict:
+    """The record of a platform whose interpreter could not say anything about itself: what is known without it."""
+    log.error("%s", message)
+    record = {
+        "schema": 1,
+        "hardware": hardware,
+        "device": entry["device"],
+        "python_env": entry.get("python_env"),
+        "torch": None,
+        "python": None,
+        "platform": platform.platform(),
+        "hostname": platform.node(),
+        "cpu": None,
+        "accelerator": None,
+        "threads": entry.get("threads"),
+        "configured_env": {k: str(v) for k, v in entry.get("env", {}).items()},
+        "kernel_env": {},
+        "inductor_env": {},
+        "packages": {},
+        "code": {"commit": None, "dirty": None},
+        "slurm": None,
+        "status": "failed",
+        "error": {"message": message, "traceback": ""},
+    }
     write_json(out, record)
     return record
 
@@ -88,7 +146,8 @@ def reference_job(exp: Experiment, out: str | Path, env_record: str | Path | Non
     upstream = failure_of(env_record)
     if upstream:
         return _write_failure(out, _upstream_failed(f"the environment check of hardware `{exp['hardware']}`", upstream))
-    returncode = supervised({"job": "reference", "exp": exp, "out": str(out)}, timeout_s=None)
+    request = {"job": "reference", "exp": exp, "out": str(out)}
+    returncode = supervised(request, timeout_s=None, python=pyenv.interpreter(exp.get("python_env")))
     if returncode != 0 or not Path(out).exists():
         return _write_failure(out, {"message": f"the reference process {death(returncode)}", "traceback": ""})
     return failure_of(out)
@@ -123,7 +182,7 @@ def benchmark_job(
         "reference": _str(reference),
         "env_record": _str(env_record),
     }
-    returncode = supervised(request, timeout_s)
+    returncode = supervised(request, timeout_s, python=pyenv.interpreter(exp.get("python_env")))
     if returncode is None:
         message = f"stopped after measure.timeout_s = {timeout_s} s (compile included)"
         log.error("%s", message)
@@ -151,6 +210,38 @@ def _write_stopped(exp: Experiment, out: str | Path, status: str, started_at: st
     result: Result = {**result_header(exp, status, message, started_at=started_at), "finished_at": now()}
     write_json(out, result)
     return result
+
+
+def _environment_in_child(hardware: str, entry: dict, out: str, check: bool, skip_if_absent: bool) -> None:
+    """The child's side of `environment_job`: the record of this interpreter's torch and machine."""
+    from . import env
+
+    record = {**env.record(hardware, entry), "status": "ok", "error": None}
+    if skip_if_absent and not env.device_present(entry["device"]):
+        reason = (
+            f"optional hardware entry `hardware.{hardware}` skipped: torch {record['torch']} sees no CUDA or ROCm "
+            f"GPU on host {platform.node()}, so none of its experiments are planned"
+        )
+        log.info("%s", reason)
+        record.update(status=SKIPPED, skipped_because=reason)
+        check = False
+    if check:
+        try:
+            env.validate(hardware, entry["device"])
+        except Exception as exc:  # the platform's failure is data: its jobs say why they did not run
+            log.error("%s", exc)
+            record.update(status="failed", error=error_info(exc))
+    write_json(out, record)
+
+
+def _mode_check_in_child(mode: str, settings: dict, out: str) -> None:
+    """The child's side of `mode_check_job`: the resolved settings, or the key torch does not know."""
+    from .wrappers import check
+
+    try:
+        write_json(out, check(mode, settings))
+    except UserError as exc:
+        write_failure(out, {"message": str(exc), "traceback": ""})
 
 
 def _reference_in_child(exp: dict, out: str) -> None:
@@ -195,7 +286,12 @@ if __name__ == "__main__":
     die_with_parent(int(os.environ["COMPILEBENCH_PARENT_PID"]))
     log_to_stderr()
     request = json.load(sys.stdin)
-    if request["job"] == "reference":
-        _reference_in_child(request["exp"], request["out"])
+    job = request.pop("job")
+    if job == "environment":
+        _environment_in_child(**request)
+    elif job == "mode_check":
+        _mode_check_in_child(**request)
+    elif job == "reference":
+        _reference_in_child(**request)
     else:
-        _measure_in_child(request["exp"], request["out"], request["reference"], request["env_record"])
+        _measure_in_child(**request)

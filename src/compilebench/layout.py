@@ -10,6 +10,7 @@ from pathlib import Path
 RESOURCES = Path("resources")
 ASSETS_DIR = RESOURCES / "assets"
 WEIGHTS_DIR = RESOURCES / "weights"
+PYTHON_ENVS_DIR = RESOURCES / "python_envs"
 RESULTS = Path("results")
 TRACES_DIR = RESULTS / "traces"
 TABLES_DIR = RESULTS / "tables"
@@ -18,6 +19,8 @@ FIGURES_DIR = REPORT_OUT / "figures"
 
 ASSET = str(ASSETS_DIR / "{asset}")
 WEIGHTS = str(WEIGHTS_DIR / "{model}")
+PYTHON_ENV = str(PYTHON_ENVS_DIR / "{python_env}" / "venv")
+PYTHON_ENV_RECORD = str(PYTHON_ENVS_DIR / "{python_env}" / "build.json")
 ENV_RECORD = str(RESULTS / "env" / "{hardware}.json")
 MODE_CHECK = str(RESULTS / "modes" / "{hardware}" / "{mode}.json")
 REFERENCE = str(RESULTS / "reference" / "{hardware}" / "{model}.pt")

@@ -114,8 +114,13 @@ def comparison_findings(comparison: pd.DataFrame) -> list[str]:
             f"{r['mode']} {r['ratio']:.2f}× ({_interval(r['ratio_ci95_low'], r['ratio_ci95_high'])}, {r['verdict']})"
             for r in _records(frame[frame["scope"] == "geomean"])
         )
+        first = frame.iloc[0]
+        torches = ""
+        versions = (first.get("torch"), first.get("base_torch"))
+        if all(isinstance(v, str) for v in versions) and versions[0] != versions[1]:
+            torches = f" (torch {first['torch']} against {first['base_torch']})"
         findings.append(
-            f"Against {frame['baseline_hardware'].iloc[0]}, {hardware} was {tally} of {len(experiments)} "
+            f"Against {first['baseline_hardware']}, {hardware}{torches} was {tally} of {len(experiments)} "
             f"experiments (a ratio counts as the same within 1 ± {frame['threshold'].iloc[0]:g}); geometric mean per "
             f"mode: {means}."
         )
@@ -181,10 +186,22 @@ def results_rows(runs: pd.DataFrame, published: dict) -> list[dict]:
     return sorted(rows, key=lambda r: (r["hardware"], r["model"], order[r["mode"]]))
 
 
+def package_versions(envs: list[dict]) -> dict:
+    """Package versions per platform, one column per group of platforms that ran the same ones (each
+    platform with its own Python environment has its own)."""
+    groups: dict[tuple, list[str]] = {}
+    for record in envs:
+        if record.get("packages"):
+            groups.setdefault(tuple(sorted(record["packages"].items())), []).append(record["hardware"])
+    names = sorted({name for versions in groups for name, _ in versions})
+    columns = [dict(versions) for versions in groups]
+    return {"platforms": list(groups.values()), "rows": [(n, [c.get(n) for c in columns]) for n in names]}
+
+
 def fast_math_note(record: dict) -> str | None:
     """Say plainly when a CPU fast-math mode was asked for on a CPU that cannot do it natively."""
     mode = (record.get("kernel_env") or {}).get("DNNL_DEFAULT_FPMATH_MODE")
-    if not mode or record["device"] != "cpu":
+    if not mode or record["device"] != "cpu" or not record.get("cpu"):
         return None
     if unbacked_fast_math(mode, record["cpu"]["bf16_native"], record["device"]):
         return (
@@ -323,7 +340,7 @@ def context(
                 for e in envs
             }
         ),
-        "packages": envs[0]["packages"] if envs else {},
+        "packages": package_versions(envs),
         "assets": asset_checksums(config),
         "env_json": {e["hardware"]: yaml.safe_dump(e, sort_keys=False) for e in envs},
     }

@@ -11,10 +11,12 @@ import hashlib
 import json
 import traceback
 from datetime import datetime, timezone
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "failed", "timeout", "unsupported")
+# An environment record's status beside ok and failed: an optional GPU entry whose job found no GPU.
+SKIPPED = "skipped"
 # The shape settings a sweep may vary, in the order a sweep point's name lists them.
 SWEEP_KEYS = ("batch_size", "image_size", "seq_len", "new_tokens", "dtype")
 
@@ -30,6 +32,7 @@ class Experiment(TypedDict):
     device: str
     hardware_env: dict[str, str]
     threads: int | None
+    python_env: NotRequired[str]  # the platform's own Python environment (envs/NAME.txt), where it has one
 
 
 class ErrorInfo(TypedDict):
@@ -101,6 +104,11 @@ def error_info(exc: BaseException, lines: int = 15) -> ErrorInfo:
     """What a failure record says: the exception in one line, and the end of its traceback."""
     tail = "".join(traceback.format_exception(exc)).strip().splitlines()[-lines:]
     return {"message": f"{type(exc).__name__}: {exc}", "traceback": "\n".join(tail)}
+
+
+def skipped(env_record: dict) -> bool:
+    """An optional entry whose environment job found no device to run on: it has no experiments, by design."""
+    return env_record.get("status") == SKIPPED
 
 
 def now() -> str:

@@ -34,9 +34,10 @@ def death(returncode: int) -> str:
 _children: set[int] = set()
 
 
-def supervised(request: dict, timeout_s: float | None) -> int | None:
-    """Run one request of `compilebench.jobs` in a child process that leads its own process group; its exit code,
-    or None when it ran past `timeout_s`. Either way, nothing the child started outlives this call."""
+def supervised(request: dict, timeout_s: float | None, python: str = sys.executable) -> int | None:
+    """Run one request of `compilebench.jobs` under interpreter `python` (a platform's own, or this one), in a child
+    process that leads its own process group; its exit code, or None when it ran past `timeout_s`. Either way,
+    nothing the child started outlives this call."""
     package_root = str(Path(__file__).resolve().parents[1])
     child_env = {
         **os.environ,
@@ -44,7 +45,7 @@ def supervised(request: dict, timeout_s: float | None) -> int | None:
         "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
     }
     child = subprocess.Popen(
-        [sys.executable, "-m", "compilebench.jobs"], stdin=subprocess.PIPE, env=child_env, start_new_session=True
+        [python, "-m", "compilebench.jobs"], stdin=subprocess.PIPE, env=child_env, start_new_session=True
     )
     _children.add(child.pid)
     previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)

@@ -50,6 +50,7 @@ def _run_row(result: dict, path: str) -> dict:
         **sweep_columns(result),
         **mode_columns(result.get("mode_settings") or {}),
         "device_name": environment.get("device_name"),
+        "torch": environment.get("torch"),
         "threads": environment.get("threads"),
         "bf16_native": environment.get("bf16_native"),
         "fpmath_mode": environment.get("fpmath_mode"),

@@ -67,6 +67,8 @@ def geometric_mean(pairs: list[tuple[list[float], list[float]]], *, resamples: i
 COLUMNS = [
     "hardware",
     "baseline_hardware",
+    "base_torch",
+    "torch",
     "scope",
     "model",
     "mode",
@@ -96,8 +98,25 @@ def within_run(
         and {(platform, model, mode), (baseline, model, mode)} <= ok
         and (baseline, model, mode) in by_run
     }
-    rows = [{**row, "baseline_hardware": baseline} for row in compare_pairs(pairs, threshold, resamples=resamples)]
+    torch_of = _torch_versions(runs)
+    rows = [
+        {
+            **row,
+            "baseline_hardware": baseline,
+            "torch": torch_of.get(row["hardware"]),
+            "baseline_torch": torch_of.get(baseline),
+        }
+        for row in compare_pairs(pairs, threshold, resamples=resamples)
+    ]
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _torch_versions(runs: pd.DataFrame) -> dict[str, str]:
+    """The torch each platform measured with (its own Python environment's, where it has one)."""
+    if "torch" not in runs:
+        return {}
+    known = runs.dropna(subset=["torch"])
+    return dict(zip(known["hardware"], known["torch"]))
 
 
 def compare_pairs(
@@ -158,7 +177,8 @@ def between_runs(base: dict, new: dict, threshold: float, *, resamples: int = 20
         before, after = base[key], new[key]
         row = ratios.get(key, {"hardware": key[0], "scope": "experiment", "model": key[1], "mode": key[2]})
         rows.append({
-            **row, "base_status": before["status"], "status": after["status"],
+            **row, "base_torch": _torch(before), "torch": _torch(after),
+            "base_status": before["status"], "status": after["status"],
             "base_correct": _passed(before), "correct": _passed(after), "regression": _regression(before, after, row),
         })  # fmt: skip
     geomeans = [row for row in ratios.values() if row["scope"] == "geomean"]
@@ -183,6 +203,10 @@ def _timed(before: dict, after: dict) -> bool:
     return (
         before["status"] == after["status"] == "ok" and bool(before.get("latency_ms")) and bool(after.get("latency_ms"))
     )
+
+
+def _torch(result: dict) -> str | None:
+    return (result.get("environment") or {}).get("torch")
 
 
 def _passed(result: dict) -> bool | None:

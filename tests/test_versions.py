@@ -1,0 +1,142 @@
+"""Two PyTorch versions side by side: a platform with its own Python environment, built from envs/NAME.txt."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pandas as pd
+import pytest
+import torch
+from helpers import (
+    ASSETS_MIRROR,
+    ROOT,
+    TINY_MODELS,
+    copy_project,
+    expected_runs,
+    planned_outputs,
+    snakemake,
+    tiny_workflow_config,
+)
+
+from compilebench import pyenv
+
+pytestmark = pytest.mark.slow
+
+# The 2.13 CPU wheel is the second torch (on this machine's disk; see envs/torch-2.13.txt).
+OLD = "torch-2.13"
+PLATFORMS = {"cpu": None, "cpu-old": OLD, "cpu-unbuilt": "no-such-env"}
+
+
+def two_torch_config() -> dict:
+    config = tiny_workflow_config(ASSETS_MIRROR)
+    config["models"] = {"vit": {**TINY_MODELS["vit"], "modes": ["eager", "compile-default"]}}
+    config["hardware"] = {
+        name: {"device": "cpu", **({"python_env": env} if env else {})} for name, env in PLATFORMS.items()
+    }
+    config["report"] = {"baseline_hardware": "cpu"}
+    return config
+
+
+@pytest.fixture(scope="module")
+def two_torches(tmp_path_factory):
+    """One run of a tiny model with the installed torch, with torch 2.13, and on a platform whose
+    requirements file does not exist."""
+    config = two_torch_config()
+    project = copy_project(tmp_path_factory.mktemp("versions"), config)
+    done = snakemake(project)
+    assert "compilebench: 4 ok, 2 failed, 0 timeout, 0 unsupported" in done.stderr
+    return project, config
+
+
+def env_record(project, hardware: str) -> dict:
+    return json.loads((project / "results" / "env" / f"{hardware}.json").read_text())
+
+
+def test_each_platform_measures_with_its_own_torch_and_says_so(two_torches):
+    project, config = two_torches
+    assert env_record(project, "cpu")["torch"] == torch.__version__
+    old = env_record(project, "cpu-old")
+    assert old["status"] == "ok" and old["torch"].startswith("2.13.0") and old["python_env"] == OLD
+    assert old["python_executable"].endswith(f"resources/python_envs/{OLD}/venv/bin/python")
+    for path in expected_runs(config, ("cpu", "cpu-old")):
+        result = json.loads((project / path).read_text())
+        assert result["status"] == "ok", result["error"]
+        assert result["environment"]["torch"] == env_record(project, result["hardware"])["torch"]
+    runs = pd.read_csv(project / "results" / "tables" / "runs.csv")
+    assert set(runs.loc[runs["hardware"] == "cpu-old", "torch"]) == {old["torch"]}
+    setup = subprocess.run(
+        ["pdftotext", "-layout", str(project / "results" / "report" / "paper.pdf"), "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("2 Method")[0]
+    assert torch.__version__ in setup and old["torch"] in setup and f"envs/{OLD}.txt" in setup.replace("\n", "")
+
+
+def test_the_versions_get_a_verdict_per_experiment_and_a_forest_plot(two_torches):
+    project, _ = two_torches
+    comparison = pd.read_csv(project / "results" / "tables" / "comparison.csv")
+    each = comparison[comparison["scope"] == "experiment"]
+    assert set(zip(each["hardware"], each["mode"])) == {("cpu-old", "eager"), ("cpu-old", "compile-default")}
+    assert set(each["verdict"]) <= {"faster", "slower", "same", "unclear"}
+    assert (each["ratio_ci95_low"] <= each["ratio"]).all() and (each["ratio"] <= each["ratio_ci95_high"]).all()
+    assert set(each["torch"]) == {env_record(project, "cpu-old")["torch"]}
+    assert set(each["base_torch"]) == {torch.__version__}
+    assert set(comparison.loc[comparison["scope"] == "geomean", "mode"]) == {"eager", "compile-default"}
+    assert (project / "results" / "report" / "figures" / "comparison.svg").stat().st_size > 1000
+    html = (project / "results" / "report" / "paper.html").read_text()
+    assert f"cpu-old (torch {env_record(project, 'cpu-old')['torch']} against {torch.__version__})" in html
+
+
+def test_a_platform_whose_environment_cannot_be_built_fails_alone_naming_its_key(two_torches):
+    project, _ = two_torches
+    record = env_record(project, "cpu-unbuilt")
+    assert record["status"] == "failed"
+    message = record["error"]["message"]
+    assert "`hardware.cpu-unbuilt.python_env`" in message and "envs/no-such-env.txt does not exist" in message
+    for mode in ("eager", "compile-default"):
+        result = json.loads((project / "results" / "runs" / "cpu-unbuilt" / "vit" / f"{mode}.json").read_text())
+        assert result["status"] == "failed" and "`hardware.cpu-unbuilt.python_env`" in result["error"]["message"]
+    assert "`hardware.cpu-unbuilt.python_env`" in (project / "results" / "report" / "paper.html").read_text()
+
+
+def test_editing_the_requirements_file_rebuilds_that_environment_and_reruns_only_its_platform(two_torches):
+    project, _ = two_torches
+    requirements = project / "envs" / f"{OLD}.txt"
+    before = requirements.stat()
+    requirements.write_text(requirements.read_text() + "# pinned again\n")
+    try:
+        planned = planned_outputs(project)
+    finally:
+        requirements.write_text(requirements.read_text().removesuffix("# pinned again\n"))
+        os.utime(requirements, ns=(before.st_atime_ns, before.st_mtime_ns))
+    measured = {o for o in planned if o.startswith(("results/runs/", "results/env/", "resources/"))}
+    assert f"resources/python_envs/{OLD}/build.json" in measured
+    assert {o for o in measured if o.startswith("results/runs/")} == {
+        "results/runs/cpu-old/vit/eager.json",
+        "results/runs/cpu-old/vit/compile-default.json",
+    }
+    assert "results/env/cpu.json" not in measured
+
+
+def test_a_requirement_pip_cannot_resolve_fails_the_build_with_pips_last_error_line(tmp_path):
+    (tmp_path / "bad.txt").write_text("compilebench-no-such-package==1.0\n")
+    record = pyenv.build("bad", tmp_path / "bad.txt", tmp_path / "venv", tmp_path / "build.json")
+    assert record["status"] == "failed"
+    assert record["error"]["message"].startswith(f"pip could not install {tmp_path / 'bad.txt'}: ERROR: ")
+    assert "compilebench-no-such-package==1.0" in record["error"]["message"]
+    assert json.loads((tmp_path / "build.json").read_text()) == record
+
+
+def test_an_environment_without_torch_fails_the_build_saying_torch_does_not_import(tmp_path):
+    (tmp_path / "no-torch.txt").write_text("psutil\n")
+    record = pyenv.build("no-torch", tmp_path / "no-torch.txt", tmp_path / "venv", tmp_path / "build.json")
+    assert record["status"] == "failed"
+    assert record["error"]["message"] == "torch fails to import in it: ModuleNotFoundError: No module named 'torch'"
+
+
+def test_the_shipped_requirements_pin_every_package(tmp_path):
+    lines = [line for line in (ROOT / "envs" / f"{OLD}.txt").read_text().splitlines() if not line.startswith("#")]
+    assert "torch==2.13.0+cpu" in lines and all("==" in line for line in lines)
