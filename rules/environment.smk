@@ -9,6 +9,8 @@ rule python_env:
         "logs/python_envs/{python_env}.log",
     conda:
         "../envs/cpu.yaml"
+    resources:
+        benchmark_slot=1,  # pip unpacking torch would skew a measurement running beside it
     params:
         requirements=get_python_env_requirements_path,
     script:

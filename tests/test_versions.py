@@ -4,48 +4,53 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
+import re
 
 import pandas as pd
 import pytest
 import torch
+import yaml
 from helpers import (
     ASSETS_MIRROR,
     ROOT,
     TINY_MODELS,
+    WORKFLOW_MEASURE,
     copy_project,
     expected_runs,
     planned_outputs,
     snakemake,
     tiny_workflow_config,
+    write_config,
 )
 
 from compilebench import pyenv
 
 pytestmark = pytest.mark.slow
 
-# The 2.13 CPU wheel is the second torch (on this machine's disk; see envs/torch-2.13.txt).
+# The second torch is the 2.13 CPU wheel (on this machine's disk), as the shipped experiment file
+# and envs/torch-2.13.txt have it.
 OLD = "torch-2.13"
-PLATFORMS = {"cpu": None, "cpu-old": OLD, "cpu-unbuilt": "no-such-env"}
+EXPERIMENT = ROOT / "config" / "experiments" / "torch-versions.yaml"
 
 
 def two_torch_config() -> dict:
-    config = tiny_workflow_config(ASSETS_MIRROR)
-    config["models"] = {"vit": {**TINY_MODELS["vit"], "modes": ["eager", "compile-default"]}}
-    config["hardware"] = {
-        name: {"device": "cpu", **({"python_env": env} if env else {})} for name, env in PLATFORMS.items()
-    }
-    config["report"] = {"baseline_hardware": "cpu"}
+    """The shipped experiment file with one tiny model, quick settings, and a third platform whose
+    requirements file does not exist."""
+    config = yaml.safe_load(EXPERIMENT.read_text())
+    assert config["hardware"]["cpu-torch-2.13"]["python_env"] == OLD and config["report"]["baseline_hardware"] == "cpu"
+    config["models"] = {"vit": TINY_MODELS["vit"]}
+    config["measure"] = dict(WORKFLOW_MEASURE)
+    config["hardware"]["cpu-unbuilt"] = {"device": "cpu", "python_env": "no-such-env"}
     return config
 
 
 @pytest.fixture(scope="module")
 def two_torches(tmp_path_factory):
-    """One run of a tiny model with the installed torch, with torch 2.13, and on a platform whose
-    requirements file does not exist."""
+    """One run of a tiny model with the installed torch, with torch 2.13, and on the unbuildable platform."""
     config = two_torch_config()
-    project = copy_project(tmp_path_factory.mktemp("versions"), config)
-    done = snakemake(project)
+    project = copy_project(tmp_path_factory.mktemp("versions"), tiny_workflow_config(ASSETS_MIRROR))
+    write_config(project / "config" / "experiments" / "torch-versions.yaml", config)
+    done = snakemake(project, "--configfile", "config/experiments/torch-versions.yaml")
     assert "compilebench: 4 ok, 2 failed, 0 timeout, 0 unsupported" in done.stderr
     return project, config
 
@@ -57,37 +62,41 @@ def env_record(project, hardware: str) -> dict:
 def test_each_platform_measures_with_its_own_torch_and_says_so(two_torches):
     project, config = two_torches
     assert env_record(project, "cpu")["torch"] == torch.__version__
-    old = env_record(project, "cpu-old")
+    old = env_record(project, "cpu-torch-2.13")
     assert old["status"] == "ok" and old["torch"].startswith("2.13.0") and old["python_env"] == OLD
     assert old["python_executable"].endswith(f"resources/python_envs/{OLD}/venv/bin/python")
-    for path in expected_runs(config, ("cpu", "cpu-old")):
+    for path in expected_runs(config, ("cpu", "cpu-torch-2.13")):
         result = json.loads((project / path).read_text())
         assert result["status"] == "ok", result["error"]
         assert result["environment"]["torch"] == env_record(project, result["hardware"])["torch"]
     runs = pd.read_csv(project / "results" / "tables" / "runs.csv")
-    assert set(runs.loc[runs["hardware"] == "cpu-old", "torch"]) == {old["torch"]}
-    setup = subprocess.run(
-        ["pdftotext", "-layout", str(project / "results" / "report" / "paper.pdf"), "-"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split("2 Method")[0]
-    assert torch.__version__ in setup and old["torch"] in setup and f"envs/{OLD}.txt" in setup.replace("\n", "")
+    assert set(runs.loc[runs["hardware"] == "cpu-torch-2.13", "torch"]) == {old["torch"]}
+    html = (project / "results" / "report" / "paper.html").read_text()
+    setup = html.split('<section id="setup">')[1].split("</section>")[0]
+    assert f"<td>{torch.__version__}</td>" in setup and f"envs/{OLD}.txt" in setup
+    assert re.search(rf"<td>{re.escape(old['torch'])}<br>Python environment <code>{OLD}</code>", setup)
+    packages = html.split('id="package-table"')[1].split("</table>")[0]
+    assert "<th>cpu</th><th>cpu-torch-2.13</th>" in packages and f"<td>{old['torch']}</td>" in packages
 
 
 def test_the_versions_get_a_verdict_per_experiment_and_a_forest_plot(two_torches):
     project, _ = two_torches
     comparison = pd.read_csv(project / "results" / "tables" / "comparison.csv")
     each = comparison[comparison["scope"] == "experiment"]
-    assert set(zip(each["hardware"], each["mode"])) == {("cpu-old", "eager"), ("cpu-old", "compile-default")}
+    assert set(zip(each["hardware"], each["mode"])) == {
+        ("cpu-torch-2.13", "eager"),
+        ("cpu-torch-2.13", "compile-default"),
+    }
     assert set(each["verdict"]) <= {"faster", "slower", "same", "unclear"}
     assert (each["ratio_ci95_low"] <= each["ratio"]).all() and (each["ratio"] <= each["ratio_ci95_high"]).all()
-    assert set(each["torch"]) == {env_record(project, "cpu-old")["torch"]}
+    assert set(each["torch"]) == {env_record(project, "cpu-torch-2.13")["torch"]}
     assert set(each["base_torch"]) == {torch.__version__}
     assert set(comparison.loc[comparison["scope"] == "geomean", "mode"]) == {"eager", "compile-default"}
     assert (project / "results" / "report" / "figures" / "comparison.svg").stat().st_size > 1000
     html = (project / "results" / "report" / "paper.html").read_text()
-    assert f"cpu-old (torch {env_record(project, 'cpu-old')['torch']} against {torch.__version__})" in html
+    assert (
+        f"cpu-torch-2.13 (torch {env_record(project, 'cpu-torch-2.13')['torch']} against {torch.__version__})" in html
+    )
 
 
 def test_a_platform_whose_environment_cannot_be_built_fails_alone_naming_its_key(two_torches):
@@ -108,15 +117,15 @@ def test_editing_the_requirements_file_rebuilds_that_environment_and_reruns_only
     before = requirements.stat()
     requirements.write_text(requirements.read_text() + "# pinned again\n")
     try:
-        planned = planned_outputs(project)
+        planned = planned_outputs(project, "--configfile", "config/experiments/torch-versions.yaml")
     finally:
         requirements.write_text(requirements.read_text().removesuffix("# pinned again\n"))
         os.utime(requirements, ns=(before.st_atime_ns, before.st_mtime_ns))
     measured = {o for o in planned if o.startswith(("results/runs/", "results/env/", "resources/"))}
     assert f"resources/python_envs/{OLD}/build.json" in measured
     assert {o for o in measured if o.startswith("results/runs/")} == {
-        "results/runs/cpu-old/vit/eager.json",
-        "results/runs/cpu-old/vit/compile-default.json",
+        "results/runs/cpu-torch-2.13/vit/eager.json",
+        "results/runs/cpu-torch-2.13/vit/compile-default.json",
     }
     assert "results/env/cpu.json" not in measured
 

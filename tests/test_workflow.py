@@ -151,12 +151,13 @@ def test_dry_run_has_one_job_per_model_mode_hardware(finished):
     assert not (project / "results" / "runs" / "gpu").exists()
 
 
-def test_planning_never_imports_torch_where_snakemake_runs(tmp_path):
-    """Which entries run is decided by their own jobs, never by the torch of the host snakemake starts on."""
+def test_whether_an_optional_gpu_entry_runs_rests_on_its_own_job_not_on_snakemakes_torch(tmp_path):
+    """Where snakemake starts without a working torch (a cluster's login node, say), the plan still holds the
+    optional GPU entry's environment job, which decides on its own machine."""
     project = copy_project(tmp_path / "project", tiny_workflow_config(ASSETS_MIRROR))
     poisoned = tmp_path / "poisoned" / "torch"
     poisoned.mkdir(parents=True)
-    (poisoned / "__init__.py").write_text("raise ImportError('the planning process imported torch')\n")
+    (poisoned / "__init__.py").write_text("raise ImportError('no torch where snakemake runs')\n")
     done = subprocess.run(
         [sys.executable, "-m", "snakemake", "-n", "--cores", "2"],
         cwd=project,

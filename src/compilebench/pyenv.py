@@ -83,7 +83,8 @@ def _build(requirements: Path, venv: Path) -> dict:
     shutil.rmtree(venv, ignore_errors=True)
     _step([sys.executable, "-m", "venv", str(venv)], f"`python -m venv {venv}` failed")
     python = str(venv / "bin" / "python")
-    pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+    # --no-compile: a module is byte-compiled when first imported, so only what runs pays for it
+    pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-compile"]
     _step([*pip, "-r", str(requirements), *ENGINE_REQUIREMENTS], f"pip could not install {requirements}")
     site = _step([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], "no site-packages")
     (Path(site) / "compilebench-engine.pth").write_text(f"{ENGINE_ROOT}\n")

@@ -104,7 +104,7 @@ def within_run(
             **row,
             "baseline_hardware": baseline,
             "torch": torch_of.get(row["hardware"]),
-            "baseline_torch": torch_of.get(baseline),
+            "base_torch": torch_of.get(baseline),
         }
         for row in compare_pairs(pairs, threshold, resamples=resamples)
     ]
