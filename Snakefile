@@ -44,6 +44,7 @@ localrules:
     mode_effects_table,
     scaling_table,
     comparison_table,
+    compile_phases_table,
     change_table,
     figures,
     paper_html,

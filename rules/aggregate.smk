@@ -117,8 +117,28 @@ rule hardware_costs_table:
     params:
         prices=get_prices,
         baseline=get_baseline_hardware,
+        calls_per_start=get_calls_per_start,
     script:
         "../scripts/hardware_costs_table.py"
+
+
+rule compile_phases_table:
+    input:
+        runs=get_run_results,
+        checked=layout.table("runs"),
+        code=TABLE_SOURCES,
+    output:
+        report(
+            layout.table("compile_phases"),
+            caption="../report/captions/compile_phases_table.rst",
+            category="Tables",
+        ),
+    log:
+        "logs/aggregate/compile_phases_table.log",
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../scripts/compile_phases_table.py"
 
 
 rule mode_effects_table:

@@ -147,6 +147,10 @@ def get_baseline_hardware(wildcards):
     return config["report"].get("baseline_hardware")
 
 
+def get_calls_per_start(wildcards):
+    return config["report"]["calls_per_start"]
+
+
 def get_threshold(wildcards):
     return config["report"]["threshold"]
 

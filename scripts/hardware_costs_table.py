@@ -10,5 +10,6 @@ from compilebench.joblog import logging_to
 from compilebench.tables import hardware_costs, write_csv
 
 with logging_to(snakemake.log[0]):
-    costs = hardware_costs(pd.read_csv(snakemake.input.runs), snakemake.params.prices, snakemake.params.baseline)
+    runs = pd.read_csv(snakemake.input.runs)
+    costs = hardware_costs(runs, snakemake.params.prices, snakemake.params.baseline, snakemake.params.calls_per_start)
     write_csv(costs, snakemake.output[0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from helpers import PAPER_SECTIONS, ROOT, TINY_MODELS, tiny_config
 from synthetic import synthetic_results, synthetic_sweep
@@ -154,3 +155,15 @@ def test_the_change_against_a_previous_run_names_every_regression(paper_inputs, 
 def test_compare_with_a_folder_without_results_is_refused_before_any_job(tmp_path):
     with pytest.raises(configuration.ConfigError, match="`report.compare_with`.*holds no results"):
         validated(report={"compare_with": str(tmp_path)})
+
+
+def test_the_pay_off_section_states_when_each_compiled_mode_repays_its_compile(paper_inputs):
+    tabs, figs, envs = paper_inputs
+    html = render(tabs, figs, envs, validated())
+    section = html.split('id="pay-off"')[1].split('id="comparison"')[0]
+    assert 'id="pay-off-table"' in section
+    assert "On cpu, resnet in compile-default pays off after " in section and " warm." in section
+    runs = pd.read_csv(tabs["runs"])
+    row = runs[(runs["hardware"] == "cpu") & (runs["model"] == "resnet") & (runs["mode"] == "compile-default")].iloc[0]
+    assert f"pays off after {paper.calls(row['break_even_calls'])} calls cold" in section
+    assert paper.calls(float("inf")) == "never" and paper.calls(1234.4) == "1,234"

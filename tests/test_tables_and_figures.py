@@ -20,7 +20,8 @@ def synthetic_tables(tmp_path):
     costs = tables.hardware_costs(runs, {"cpu": 1.0, "cpu-fast": 3.0}, baseline="cpu")
     samples = tables.latency_samples(paths)
     comparison = verdicts.within_run(runs, samples, "cpu", 0.05, resamples=500)
-    return figures.Tables(runs, samples, tables.speedups(runs), costs, tables.scaling(runs), comparison)
+    phases = tables.compile_phases(paths)
+    return figures.Tables(runs, samples, tables.speedups(runs), costs, tables.scaling(runs), comparison, phases)
 
 
 def test_runs_table_has_one_row_per_job(synthetic_tables):
@@ -86,6 +87,7 @@ def test_figures_say_so_when_there_is_nothing_to_show(synthetic_tables, tmp_path
         synthetic_tables.hardware_costs,
         synthetic_tables.scaling,
         synthetic_tables.comparison,
+        synthetic_tables.compile_phases,
     )
     figure = figures.generation_throughput(only_images)
     shown = [text.get_text() for ax in figure.axes for text in ax.texts]
@@ -159,7 +161,7 @@ def test_a_sweep_gives_one_row_per_point_and_a_scaling_figure(tmp_path):
     assert compiled["speedup"].iloc[0] == pytest.approx(2.0, rel=0.05)
     assert compiled["speedup"].iloc[-1] == pytest.approx(1.05, rel=0.05)
     empty = pd.DataFrame(columns=runs.columns)
-    drawn = figures.Tables(runs, empty, empty, empty, scaling, empty)
+    drawn = figures.Tables(runs, empty, empty, empty, scaling, empty, empty)
     figure = figures.scaling(drawn)
     lines = [[list(line.get_xdata()) for line in ax.get_lines() if line.get_marker() == "o"] for ax in figure.axes]
     assert lines == [[[1, 4, 16]] * 2, [[1, 4, 16]] * 2, [[1, 4, 16]]]  # eager has no speedup over itself
@@ -188,3 +190,47 @@ def test_a_platform_against_itself_is_the_same(synthetic_tables):
     comparison = verdicts.within_run(both, pd.concat([samples, twin]), "cpu", 0.05, resamples=500)
     twin_rows = comparison[comparison["hardware"] == "cpu-twin"]
     assert not twin_rows.empty and (twin_rows["verdict"] == "same").all()
+
+
+def interleaved(eager_ms: float, mode_ms: float, n: int = 40) -> dict:
+    """A compiled run's result with interleaved samples around the given medians."""
+    rng = np.random.default_rng(1)
+    return {
+        "status": "ok",
+        "compile_s": 20.5,
+        "compile_warm_s": 2.5,
+        "eager_latency_ms": list(rng.normal(eager_ms, 0.2, n)),
+        "latency_ms": list(rng.normal(mode_ms, 0.2, n)),
+        "measure": {"bootstrap_resamples": 500},
+    }
+
+
+def test_a_faster_mode_pays_off_after_a_finite_number_of_calls_and_a_slower_one_never():
+    faster = tables.break_even_columns(interleaved(12.0, 10.0), eager_first_call_s=0.5)
+    assert faster["break_even_calls"] == pytest.approx(20.0 / 2e-3, rel=0.05)  # (20.5 - 0.5) s over 2 ms a call
+    assert faster["break_even_calls_ci95_low"] < faster["break_even_calls"] < faster["break_even_calls_ci95_high"]
+    assert faster["break_even_calls_warm"] == pytest.approx(2.0 / 2e-3, rel=0.05)
+    slower = tables.break_even_columns(interleaved(10.0, 12.0), eager_first_call_s=0.5)
+    assert slower["break_even_calls"] == float("inf") and slower["break_even_calls_warm"] == float("inf")
+    assert tables.break_even_columns(interleaved(12.0, 10.0), eager_first_call_s=None)["break_even_calls"] is None
+
+
+def test_break_even_reaches_runs_csv_and_the_compile_phases_table(synthetic_tables):
+    runs = synthetic_tables.runs
+    compiled = runs[runs["mode"].str.startswith("compile")]
+    assert compiled["break_even_calls"].notna().all() and compiled["break_even_calls_warm"].notna().all()
+    assert runs.loc[runs["mode"] == "eager", "break_even_calls"].isna().all()
+    phases = synthetic_tables.compile_phases
+    assert set(phases["start"]) == {"cold", "warm"}
+    cold = phases[(phases["start"] == "cold")].groupby(["hardware", "model", "mode"])
+    assert (cold["seconds"].sum() - cold["start_s"].first()).abs().max() < 1e-9  # the phases and the rest add up
+
+
+def test_the_cost_table_spreads_each_starts_compile_over_its_calls(synthetic_tables):
+    costs = synthetic_tables.hardware_costs
+    row = costs[
+        (costs["hardware"] == "cpu") & (costs["model"] == "resnet") & (costs["mode"] == "compile-default")
+    ].iloc[0]
+    per_call = 1.0 / 3600 * row["median_ms"] / 1e3
+    assert row["cost_per_million_cold_start"] == pytest.approx(1e6 * per_call + 1e6 / 100_000 * 32.0 / 3600)
+    assert row["cost_per_million_warm_start"] == pytest.approx(1e6 * per_call + 1e6 / 100_000 * 2.0 / 3600)

@@ -42,6 +42,7 @@ def finished(tmp_path_factory):
     wrong = tmp_path_factory.mktemp("weights") / "other_architecture.pt"
     torch.save({"layer.weight": torch.zeros(2, 2)}, wrong)  # a real checkpoint, but not of a resnet18
     config["models"]["broken"] = {**TINY_MODELS["resnet"], "weights": str(wrong), "modes": ["eager", "compile-default"]}
+    config["models"]["resnet"]["measure"] = {"warm_start": True}  # one model's compiles start again, warm
     project = copy_project(tmp_path_factory.mktemp("project"), config)
     runs = {o for o in planned_outputs(project) if o.startswith("results/runs/")}
     done = snakemake(project)
@@ -61,6 +62,28 @@ def test_a_model_that_cannot_be_built_fails_its_own_experiments_and_the_study_go
     assert reference["status"] == "failed" and reference["error"]["traceback"]
     html = unescape((project / "results" / "report" / "paper.html").read_text())
     assert "<strong>cpu/broken/eager</strong>" in html and "the eager reference of `broken` on `cpu` failed" in html
+
+
+def test_compiled_runs_carry_their_warm_starts_phases_and_break_even_into_tables_and_paper(finished):
+    project, _, _ = finished
+    runs = pd.read_csv(project / "results" / "tables" / "runs.csv").set_index(["model", "mode"])
+    for mode in ("compile-default", "compile-freezing"):
+        row = runs.loc[("resnet", mode)]
+        assert row["compile_warm_s"] < row["compile_s"] and row["compile_bundle_s"] > 0
+        assert row["break_even_calls"] >= 0 and row["break_even_calls_warm"] <= row["break_even_calls"]
+    phases = pd.read_csv(project / "results" / "tables" / "compile_phases.csv")
+    resnet = phases[phases["model"] == "resnet"]
+    assert set(resnet["start"]) == {"cold", "warm", "bundle"} and set(resnet["mode"]) == {
+        "compile-default",
+        "compile-freezing",
+    }
+    html = (project / "results" / "report" / "paper.html").read_text()
+    assert 'id="figure-pay_off"' in html and 'id="figure-compile_phases"' in html
+    assert "On cpu, resnet in compile-default " in html.split('id="pay-off"')[1]
+    pdf = subprocess.run(
+        ["pdftotext", str(project / "results" / "report" / "paper.pdf"), "-"], capture_output=True, text=True
+    ).stdout
+    assert "When does compiling pay off?" in pdf
 
 
 def test_strict_mode_fails_on_any_experiment_that_is_not_ok(finished):

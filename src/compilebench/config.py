@@ -35,6 +35,7 @@ MEASURE_DEFAULTS: dict[str, Any] = {
     "fullgraph": False,
     "bootstrap_resamples": 2000,
     "private_cache": True,
+    "warm_start": True,
     "profile": False,
     "profile_iterations": 5,
 }

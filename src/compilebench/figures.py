@@ -18,6 +18,7 @@ import seaborn as sns  # noqa: E402
 
 from .layout import FIGURE_NAMES  # noqa: E402
 from .modes import MODE_NAMES, label, ordered  # noqa: E402
+from .records import COMPILE_PHASES  # noqa: E402
 
 BUILTIN_COLORS = dict(zip(MODE_NAMES, sns.color_palette("colorblind", len(MODE_NAMES))))
 DEFINED_COLORS = sns.color_palette("dark", 10)
@@ -38,6 +39,7 @@ class Tables:
     hardware_costs: pd.DataFrame
     scaling: pd.DataFrame
     comparison: pd.DataFrame
+    compile_phases: pd.DataFrame
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -295,6 +297,74 @@ def comparison(t: Tables) -> plt.Figure:
     return fig
 
 
+PHASE_COLORS = dict(
+    zip((*COMPILE_PHASES, "unexplained"), [*sns.color_palette("Set2", len(COMPILE_PHASES)), (0.75, 0.75, 0.75)])
+)
+
+
+def compile_phase_bars(t: Tables) -> plt.Figure:
+    """10. Each compiled run's cold and warm start as stacked bars of torch's compile phases."""
+    frame = t.compile_phases[t.compile_phases["start"].isin(["cold", "warm"])]
+    if frame.empty:
+        return _empty("No compiled run recorded torch's compile phases.")
+    bars = list(frame.groupby(["hardware", "model", "mode", "start"], sort=False))
+    fig, ax = plt.subplots(figsize=(7, 0.9 + 0.32 * len(bars)))
+    shown = set()
+    for y, (_, rows) in enumerate(bars):
+        left = 0.0
+        for row in rows.itertuples():
+            ax.barh(
+                y,
+                row.seconds,
+                left=left,
+                color=PHASE_COLORS[row.phase],
+                label=None if row.phase in shown else row.phase,
+            )
+            shown.add(row.phase)
+            left += max(row.seconds, 0)
+    ax.set_yticks(range(len(bars)), [f"{m} · {mode} · {start} ({hw})" for (hw, m, mode, start), _ in bars], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds to the first result")
+    ax.legend(fontsize=7, ncol=4, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def pay_off(t: Tables) -> plt.Figure:
+    """11. Cumulative time against calls, eager against each compiled mode, cold and warm: where they cross,
+    compiling has paid for itself."""
+    ok = t.ok
+    eager = ok[ok["mode"] == "eager"].set_index(["hardware", "model"])
+    compiled = ok[
+        (ok["mode"] != "eager") & ok["compile_s"].notna() & ok.set_index(["hardware", "model"]).index.isin(eager.index)
+    ]
+    if compiled.empty:
+        return _empty("No compiled run with an eager run to set it against.")
+    panels = list(dict.fromkeys(zip(compiled["hardware"], compiled["model"])))
+    fig, axes = _grid([0], panels, width=3.4, height=3.0)
+    calls = np.logspace(0, 7, 200)
+    for ax, (hardware, model) in zip(axes[0], panels):
+        base = eager.loc[(hardware, model)]
+        ax.plot(
+            calls, base["first_call_s"] + (calls - 1) * base["median_ms"] / 1e3, color=color("eager"), label="eager"
+        )
+        for row in compiled[(compiled["hardware"] == hardware) & (compiled["model"] == model)].itertuples():
+            per_call = (calls - 1) * row.median_ms / 1e3
+            ax.plot(calls, row.compile_s + per_call, color=color(row.mode), label=f"{row.mode} (cold)")
+            if pd.notna(row.compile_warm_s):
+                ax.plot(
+                    calls, row.compile_warm_s + per_call, color=color(row.mode), ls="--", label=f"{row.mode} (warm)"
+                )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"{model} · {hardware}", fontsize=9)
+        ax.set_xlabel("calls")
+    axes[0][0].set_ylabel("cumulative time (s)")
+    axes[0][0].legend(fontsize=6)
+    fig.tight_layout()
+    return fig
+
+
 FIGURES: dict[str, Callable[[Tables], plt.Figure]] = {
     "latency": latency_by_mode,
     "generation": generation_throughput,
@@ -305,6 +375,8 @@ FIGURES: dict[str, Callable[[Tables], plt.Figure]] = {
     "memory": peak_memory,
     "scaling": scaling,
     "comparison": comparison,
+    "compile_phases": compile_phase_bars,
+    "pay_off": pay_off,
 }
 
 

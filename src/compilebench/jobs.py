@@ -15,6 +15,8 @@ import logging
 import os
 import platform
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 from . import pyenv
@@ -175,21 +177,74 @@ def benchmark_job(
     for step, error in upstream:
         if error:
             return _write_stopped(exp, out, "failed", started_at, _upstream_failed(step, error)["message"])
-    request = {
-        "job": "benchmark",
-        "exp": exp,
-        "out": str(out),
-        "reference": _str(reference),
-        "env_record": _str(env_record),
+    deadline = time.monotonic() + timeout_s
+    python = pyenv.interpreter(exp.get("python_env"))
+    with tempfile.TemporaryDirectory(prefix="compilebench-job-") as scratch:
+        caches = _cache_env(Path(scratch) / "caches") if exp["measure"]["private_cache"] else {}
+        bundle = Path(scratch) / "cache-bundle.bin"
+        request = {
+            "job": "benchmark",
+            "exp": exp,
+            "out": str(out),
+            "reference": _str(reference),
+            "env_record": _str(env_record),
+            "caches_given": bool(caches),
+            "cache_bundle": str(bundle) if _warm_starts_wanted(exp) else None,
+        }
+        returncode = supervised(request, timeout_s, python=python, env=caches)
+        if returncode is None:
+            message = f"stopped after measure.timeout_s = {timeout_s} s (compile included)"
+            log.error("%s", message)
+            return _write_stopped(exp, out, "timeout", started_at, message)
+        if returncode != 0 or not Path(out).exists():
+            return _write_stopped(exp, out, "failed", started_at, f"the benchmark process {death(returncode)}")
+        result = read_json(out)
+        if result["status"] == "ok" and _warm_starts_wanted(exp):
+            result.update(_warm_starts(exp, python, caches, bundle, Path(scratch), deadline))
+            write_json(out, result)
+    return result
+
+
+def _warm_starts_wanted(exp: Experiment) -> bool:
+    return exp["measure"]["warm_start"] and exp["mode_settings"]["kind"] == "compile"
+
+
+def _cache_env(folder: Path) -> dict[str, str]:
+    """Inductor and Triton caches private to this job, kept across its processes and deleted with it."""
+    return {"TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), "TRITON_CACHE_DIR": str(folder / "triton")}
+
+
+def _warm_starts(exp: Experiment, python: str, caches: dict, bundle: Path, scratch: Path, deadline: float) -> dict:
+    """The first call of a second fresh process that reads the caches the measurement wrote (`compile_warm_s`),
+    and of a third that starts from torch's portable cache bundle alone (`compile_bundle_s`; null where torch
+    has no bundle). Each runs in the time `measure.timeout_s` leaves; one stopped or failed keeps the rest."""
+    starts = {"warm": None, "bundle": None, "notes": []}
+    plans = [("warm", caches, None)]
+    if bundle.is_file():
+        plans.append(("bundle", _cache_env(scratch / "bundle-caches"), str(bundle)))
+    else:
+        starts["notes"].append(
+            "no cache bundle: this torch has no torch.compiler.save_cache_artifacts, or it saved nothing"
+        )
+    for name, env, bundle_path in plans:
+        left = deadline - time.monotonic()
+        if left <= 1:
+            starts["notes"].append(f"the {name} start did not run: measure.timeout_s was spent")
+            continue
+        out = scratch / f"{name}-start.json"
+        request = {"job": "first_call", "exp": exp, "out": str(out), "cache_bundle": bundle_path}
+        returncode = supervised(request, left, python=python, env=env)
+        if returncode == 0 and out.is_file():
+            starts[name] = read_json(out)
+        else:
+            why = "ran past measure.timeout_s" if returncode is None else death(returncode)
+            starts["notes"].append(f"the {name} start {why}")
+            log.error("the %s start %s; the result keeps the cold measurement", name, why)
+    return {
+        "compile_warm_s": (starts["warm"] or {}).get("first_call_s"),
+        "compile_bundle_s": (starts["bundle"] or {}).get("first_call_s"),
+        "warm_starts": starts,
     }
-    returncode = supervised(request, timeout_s, python=pyenv.interpreter(exp.get("python_env")))
-    if returncode is None:
-        message = f"stopped after measure.timeout_s = {timeout_s} s (compile included)"
-        log.error("%s", message)
-        return _write_stopped(exp, out, "timeout", started_at, message)
-    if returncode != 0 or not Path(out).exists():
-        return _write_stopped(exp, out, "failed", started_at, f"the benchmark process {death(returncode)}")
-    return read_json(out)
 
 
 def _upstream_failed(step: str, error: ErrorInfo) -> ErrorInfo:
@@ -259,7 +314,21 @@ def _reference_in_child(exp: dict, out: str) -> None:
     atomic_write(out, lambda handle: torch.save(outputs, handle))
 
 
-def _measure_in_child(exp: dict, out: str, reference: str | None, env_record: str | None) -> None:
+def _first_call_in_child(exp: dict, out: str, cache_bundle: str | None) -> None:
+    """The child's side of a warm start: one fresh start of the experiment, its first call timed."""
+    from .runner import first_call
+
+    write_json(out, first_call(exp, cache_bundle))
+
+
+def _measure_in_child(
+    exp: dict,
+    out: str,
+    reference: str | None,
+    env_record: str | None,
+    caches_given: bool = False,
+    cache_bundle: str | None = None,
+) -> None:
     """The child's side of `benchmark_job`: measure, write the result."""
     import torch
 
@@ -279,7 +348,9 @@ def _measure_in_child(exp: dict, out: str, reference: str | None, env_record: st
         "slurm": env.slurm_info(),
     }
     ref = torch.load(reference, weights_only=True) if reference else None
-    write_json(out, run(exp, reference=ref, environment=environment))
+    write_json(
+        out, run(exp, reference=ref, environment=environment, caches_given=caches_given, cache_bundle=cache_bundle)
+    )
 
 
 if __name__ == "__main__":
@@ -293,5 +364,7 @@ if __name__ == "__main__":
         _mode_check_in_child(**request)
     elif job == "reference":
         _reference_in_child(**request)
+    elif job == "first_call":
+        _first_call_in_child(**request)
     else:
         _measure_in_child(**request)

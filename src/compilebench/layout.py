@@ -43,11 +43,12 @@ TABLE_NAMES = (
     "scaling",
     "comparison",
     "change",
+    "compile_phases",
 )
 PAPER_TABLES = tuple(name for name in TABLE_NAMES if name != "latency_samples")
 
 # The tables the figures read, in the order of figures.Tables' fields.
-FIGURE_TABLES = ("runs", "latency_samples", "speedups", "hardware_costs", "scaling", "comparison")
+FIGURE_TABLES = ("runs", "latency_samples", "speedups", "hardware_costs", "scaling", "comparison", "compile_phases")
 
 # The paper's figures, in order; figures.FIGURES draws them.
 FIGURE_NAMES = (
@@ -60,6 +61,8 @@ FIGURE_NAMES = (
     "memory",
     "scaling",
     "comparison",
+    "compile_phases",
+    "pay_off",
 )
 
 

@@ -73,6 +73,40 @@ def settings_findings(effects: pd.DataFrame) -> list[str]:
     return findings
 
 
+def calls(value) -> str:
+    """A break-even count in words: `never` for infinity, a rounded whole number otherwise."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return "never" if math.isinf(value) else f"{value:,.0f}"
+
+
+def pay_off_rows(runs: pd.DataFrame) -> list[dict]:
+    """Every compiled run with a break-even count: what its start costs, cold and warm, and when it is repaid."""
+    frame = runs[(runs["status"] == "ok") & runs["break_even_calls"].notna()]
+    eager = runs[(runs["mode"] == "eager") & (runs["status"] == "ok")].set_index(["hardware", "model"])["first_call_s"]
+    rows = _records(frame)
+    for row in rows:
+        row["eager_first_call_s"] = eager.get((row["hardware"], row["model"]))
+    return rows
+
+
+def pay_off_findings(rows: list[dict]) -> list[str]:
+    """One sentence per compiled run: after how many calls compiling pays for itself, cold and warm."""
+    findings = []
+    for r in rows:
+        name = f"On {r['hardware']}, {r['model']} in {r['mode']}"
+        if math.isinf(r["break_even_calls"]):
+            findings.append(f"{name} never pays off: it is not faster than eager per call.")
+            continue
+        cold = f"{calls(r['break_even_calls'])} calls cold (95% CI {calls(r['break_even_calls_ci95_low'])}–"
+        cold += f"{calls(r['break_even_calls_ci95_high'])})"
+        warm = ""
+        if r.get("break_even_calls_warm") is not None:
+            warm = f" and {calls(r['break_even_calls_warm'])} warm"
+        findings.append(f"{name} pays off after {cold}{warm}.")
+    return findings
+
+
 def scaling_findings(scaling: pd.DataFrame) -> list[str]:
     """How each compiled mode's speedup moves across a sweep, from its first swept value to its last."""
     findings = []
@@ -295,6 +329,7 @@ def context(
     comparison = pd.read_csv(tables["comparison"])
     change = pd.read_csv(tables["change"])
     previous = (config.get("report") or {}).get("compare_with")
+    pay_off = pay_off_rows(runs)
     envs = [read_json(p) for p in env_records]
     published = config.get("published") or {}
     by_name = {Path(f).stem: Path(f) for f in figures}
@@ -310,6 +345,8 @@ def context(
         "comparison_findings": comparison_findings(comparison),
         "compare_with": previous,
         "change": _records(change),
+        "pay_off": pay_off,
+        "pay_off_findings": pay_off_findings(pay_off),
         "change_findings": change_findings(change, previous) if previous else [],
         "modes": mode_table(runs),
         "summary": summary.to_dict("records"),
@@ -353,6 +390,7 @@ def render_html(ctx: dict, template: Path, css: Path) -> str:
         autoescape=select_autoescape(["html", "j2"]),
         undefined=StrictUndefined,
     )
+    environment.filters["calls"] = calls
     environment.filters["num"] = lambda v, digits=2: (
         "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
     )

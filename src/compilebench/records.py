@@ -17,6 +17,8 @@ SCHEMA_VERSION = 1
 STATUSES = ("ok", "failed", "timeout", "unsupported")
 # An environment record's status beside ok and failed: an optional GPU entry whose job found no GPU.
 SKIPPED = "skipped"
+# A cold compile's phases as compile_phases reads them from torch's own metrics, in the order they run.
+COMPILE_PHASES = ("dynamo", "aot_autograd", "inductor_lowering", "autotune", "codegen", "cpp_triton_compile")
 # The shape settings a sweep may vary, in the order a sweep point's name lists them.
 SWEEP_KEYS = ("batch_size", "image_size", "seq_len", "new_tokens", "dtype")
 
@@ -67,6 +69,11 @@ class Result(ResultHeader, total=False):
     finished_at: str
     environment: dict[str, Any]  # env.summary of the environment record, and where the job ran
     compile_s: float  # cold: the first call, after what preparation counts (jit scripting; export and package build)
+    compile_warm_s: float | None  # first call of a fresh process on the caches the cold one wrote; export: load + call
+    compile_bundle_s: float | None  # a fresh process's first call from torch's portable cache bundle alone
+    warm_starts: dict[str, Any]  # runner.first_call of each warm start (None where it did not run), and notes
+    compile_phases: dict[str, float] | None  # compile_phases.read: seconds per phase of the cold compile
+    compile_unexplained_s: float | None  # compile_s less the phases
     preparation: dict[str, float]  # seconds of each step before the first call (script_s; export_s, package_s, load_s)
     warmup_ms: list[float]
     latency_ms: list[float]  # one per timed iteration

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import correctness, profiling, stats, timing, wrappers
+from . import compile_phases, correctness, profiling, stats, timing, wrappers
 from .dynamo_counters import CompilerHealth
 from .errors import Unsupported
 from .generation import Generation, GreedyGenerator, summarize_tokens
@@ -36,15 +36,24 @@ def reference_outputs(exp: dict) -> dict[str, torch.Tensor]:
 
 
 def run(
-    exp: Experiment, *, reference: dict[str, torch.Tensor] | None = None, environment: dict | None = None
+    exp: Experiment,
+    *,
+    reference: dict[str, torch.Tensor] | None = None,
+    environment: dict | None = None,
+    caches_given: bool = False,
+    cache_bundle: str | None = None,
 ) -> Result:
-    """Measure one experiment. Never raises: failures become the record's status."""
+    """Measure one experiment. Never raises: failures become the record's status.
+
+    `caches_given`: the job has pointed inductor and Triton at caches of its own (which a warm start then
+    reuses), so no private ones are made here. `cache_bundle`: where to save torch's portable cache bundle
+    after the first call, for a start from it."""
     result: Result = {**result_header(exp), "environment": environment or {}}
     try:
         with ExitStack() as stack:
-            if exp["measure"]["private_cache"]:
+            if exp["measure"]["private_cache"] and not caches_given:
                 stack.enter_context(private_compile_cache())
-            result.update(_measure(exp, reference))
+            result.update(_measure(exp, reference, cache_bundle))
     except Unsupported as exc:
         result.update(result_header(exp, "unsupported", str(exc), started_at=result["started_at"]))
     except Exception as exc:  # any failure is data, reported with its reason
@@ -81,7 +90,30 @@ class private_compile_cache:
         self.tmp.cleanup()
 
 
-def _measure(exp: dict, reference: dict[str, torch.Tensor] | None) -> dict:
+def first_call(exp: Experiment, cache_bundle: str | None = None) -> dict:
+    """A start of the experiment in this fresh process: build, wrap, and time the first call alone, which reads
+    whatever compile caches are there (a warm start), after loading `cache_bundle` when given."""
+    spec, device = exp["spec"], exp["device"]
+    loaded = None
+    if cache_bundle:
+        with open(cache_bundle, "rb") as handle:
+            loaded = torch.compiler.load_cache_artifacts(handle.read())
+    bundle = build(exp["model"], spec, exp["seed"], device)
+    clock = timing.Clock(device)
+    workdir = tempfile.TemporaryDirectory(prefix="compilebench-work-")
+    with workdir, torch.no_grad(), wrappers.precision(device, spec["dtype"]):
+        compile_phases.start()
+        prepared = callables(bundle, exp, clock, workdir.name)
+        first_ms, _ = clock.time(prepared.call)
+    return {
+        "first_call_s": first_ms / 1e3,
+        "compile_phases": compile_phases.read(),
+        "cache_hits": compile_phases.cache_hits(),
+        "bundle_loaded": loaded is not None if cache_bundle else None,
+    }
+
+
+def _measure(exp: dict, reference: dict[str, torch.Tensor] | None, cache_bundle: str | None = None) -> dict:
     spec, settings, device = exp["spec"], exp["measure"], exp["device"]
     memory = PeakMemory(device)
     memory.baseline()
@@ -92,10 +124,14 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None) -> dict:
     health.start()
     workdir = tempfile.TemporaryDirectory(prefix="compilebench-work-")  # an export mode's package
     with workdir, torch.no_grad(), wrappers.precision(device, spec["dtype"]):
+        compile_phases.start()
         prepared = callables(bundle, exp, clock, workdir.name)
         call, eager_call, generator = prepared.call, prepared.eager, prepared.generator
         log.info("first call (compiles for compile modes)")
         first_ms, _ = clock.time(call)
+        phases = compile_phases.read()
+        if cache_bundle:
+            _save_cache_bundle(cache_bundle)
         log.info("first call took %.2f s; warm-up (%d iterations)", first_ms / 1e3, settings["warmup"])
         warmup_ms = timing.warm_up(call, clock, settings["warmup"])
         loop = {k: settings[k] for k in ("iterations", "min_time_s", "max_iterations")}
@@ -120,8 +156,16 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None) -> dict:
         log.info("computing the eager float32 reference")
         reference = reference_outputs(exp)
     check = _check(bundle, output, reference, compute_dtype(spec))
+    compile_s = cold_compile_s(prepared.preparation, first_ms / 1e3)
     record = {
-        "compile_s": cold_compile_s(prepared.preparation, first_ms / 1e3),
+        "compile_s": compile_s,
+        "compile_phases": phases,
+        "compile_unexplained_s": compile_s - sum(phases.values()) if phases else None,
+        # An exported package's warm start is its load and first call, as a deployment pays them.
+        "compile_warm_s": (
+            prepared.preparation["load_s"] + first_ms / 1e3 if "load_s" in prepared.preparation else None
+        ),
+        "compile_bundle_s": None,
         "preparation": {**prepared.preparation, "first_call_s": first_ms / 1e3},
         "warmup_ms": warmup_ms,
         "latency_ms": latency_ms,
@@ -144,6 +188,15 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None) -> dict:
         record["generation"] = summarize_tokens(timed_generations, spec["batch_size"])
         record["throughput"]["tokens_per_s"] = record["generation"]["tokens_per_s"]
     return record
+
+
+def _save_cache_bundle(path: str) -> None:
+    """torch's portable bundle of what this process's compile wrote to its caches; nothing where torch lacks it."""
+    save = getattr(torch.compiler, "save_cache_artifacts", None)
+    artifacts = save() if save else None
+    if artifacts:
+        with open(path, "wb") as handle:
+            handle.write(artifacts[0])
 
 
 def compute_dtype(spec: dict) -> str:

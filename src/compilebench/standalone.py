@@ -27,7 +27,10 @@ def write_tables(result_paths: list[Path], config: dict, out_dir: Path) -> dict[
         "limits": tables.limits(runs, peak_overrides(config)),
         "top_ops": tables.top_ops(result_paths),
         "hardware_costs": tables.hardware_costs(
-            runs, hardware_prices(config), config["report"].get("baseline_hardware")
+            runs,
+            hardware_prices(config),
+            config["report"].get("baseline_hardware"),
+            config["report"]["calls_per_start"],
         ),
     }
     frames["mode_effects"] = tables.mode_effects(runs, frames["latency_samples"])
@@ -39,6 +42,7 @@ def write_tables(result_paths: list[Path], config: dict, out_dir: Path) -> dict[
     frames["change"] = verdicts.change_against(
         run_result_paths(previous) if previous else [], read_results(result_paths), config["report"]["threshold"]
     )
+    frames["compile_phases"] = tables.compile_phases(result_paths)
     assert tuple(frames) == TABLE_NAMES
     paths = {name: out_dir / f"{name}.csv" for name in frames}
     for name, frame in frames.items():

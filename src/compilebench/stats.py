@@ -59,3 +59,37 @@ def speedup(eager_ms: list[float], mode_ms: list[float], *, resamples: int = 200
         "eager_median_ms": float(np.median(a)),
         "n": int(min(len(a), len(b))),
     }
+
+
+def _difference_of_medians(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.median(a, axis=axis) - np.median(b, axis=axis)
+
+
+def saving(eager_ms: list[float], mode_ms: list[float], *, resamples: int = 2000, seed: int = 0) -> dict:
+    """What one call saves: median eager less median mode (ms), with a bootstrap 95% interval."""
+    a, b = np.asarray(eager_ms, dtype=float), np.asarray(mode_ms, dtype=float)
+    return {
+        "value_ms": float(np.median(a) - np.median(b)),
+        "ci95_ms": _bootstrap((a, b), _difference_of_medians, resamples, seed),
+    }
+
+
+def calls_to_pay_off(cost_s: float, saving_ms: float) -> float:
+    """Calls after which a one-off `cost_s` is earned back at `saving_ms` a call: infinite (never) when
+    nothing is saved, none when nothing is spent."""
+    if cost_s <= 0:
+        return 0.0
+    if saving_ms <= 0:
+        return float("inf")
+    return cost_s / (saving_ms / 1e3)
+
+
+def break_even(cost_s: float, eager_ms: list[float], mode_ms: list[float], *, resamples: int = 2000, seed: int = 0):
+    """Calls to pay off `cost_s`, with the 95% interval that the saving's bootstrap interval gives (the count
+    falls as the saving grows, so the interval's ends swap)."""
+    saved = saving(eager_ms, mode_ms, resamples=resamples, seed=seed)
+    low_ms, high_ms = saved["ci95_ms"]
+    return calls_to_pay_off(cost_s, saved["value_ms"]), [
+        calls_to_pay_off(cost_s, high_ms),
+        calls_to_pay_off(cost_s, low_ms),
+    ]

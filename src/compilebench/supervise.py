@@ -34,15 +34,18 @@ def death(returncode: int) -> str:
 _children: set[int] = set()
 
 
-def supervised(request: dict, timeout_s: float | None, python: str = sys.executable) -> int | None:
+def supervised(
+    request: dict, timeout_s: float | None, python: str = sys.executable, env: dict[str, str] | None = None
+) -> int | None:
     """Run one request of `compilebench.jobs` under interpreter `python` (a platform's own, or this one), in a child
     process that leads its own process group; its exit code, or None when it ran past `timeout_s`. Either way,
-    nothing the child started outlives this call."""
+    nothing the child started outlives this call. `env`: variables set for the child alone."""
     package_root = str(Path(__file__).resolve().parents[1])
     child_env = {
         **os.environ,
         "COMPILEBENCH_PARENT_PID": str(os.getpid()),
         "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
+        **(env or {}),
     }
     child = subprocess.Popen(
         [python, "-m", "compilebench.jobs"], stdin=subprocess.PIPE, env=child_env, start_new_session=True

@@ -13,7 +13,7 @@ from . import stats
 from .errors import UserError
 from .modes import MODE_NAMES, base_mode
 from .peaks import lookup
-from .records import SWEEP_KEYS
+from .records import COMPILE_PHASES, SWEEP_KEYS
 from .results import read_results
 
 IDENTITY = ["hardware", "model", "mode", "task", "device", "dtype", "batch_size"]
@@ -69,6 +69,10 @@ def _run_row(result: dict, path: str) -> dict:
         "ci95_low_ms": ci[0],
         "ci95_high_ms": ci[1],
         "compile_s": result.get("compile_s"),
+        "compile_warm_s": result.get("compile_warm_s"),
+        "compile_bundle_s": result.get("compile_bundle_s"),
+        **{f"compile_{phase}_s": (result.get("compile_phases") or {}).get(phase) for phase in COMPILE_PHASES},
+        "compile_unexplained_s": result.get("compile_unexplained_s"),
         **{key: preparation.get(key) for key in PREPARATION_COLUMNS},
         "samples_per_s": result.get("throughput", {}).get("samples_per_s"),
         "tokens_per_s": generation.get("tokens_per_s"),
@@ -121,8 +125,39 @@ def runs_table(
 ) -> pd.DataFrame:
     """One row per job, from exactly the result files given (the current config's), each checked against the
     identity `expected` gives for its path (`results.read_results`)."""
-    rows = [_run_row(result, str(path)) for path, result in zip(paths, read_results(paths, expected, downstream))]
-    return pd.DataFrame(rows, columns=list(_run_row({"status": "ok"}, "").keys()))
+    results = read_results(paths, expected, downstream)
+    rows = [_run_row(result, str(path)) for path, result in zip(paths, results)]
+    first_calls = {
+        (r["hardware"], r["model"]): (r.get("preparation") or {}).get("first_call_s")
+        for r in results
+        if r["mode"] == "eager" and r["status"] == "ok"
+    }
+    for row, result in zip(rows, results):
+        row.update(break_even_columns(result, first_calls.get((result["hardware"], result["model"]))))
+    return pd.DataFrame(rows, columns=[*_run_row({"status": "ok"}, "").keys(), *BREAK_EVEN_COLUMNS])
+
+
+BREAK_EVEN_COLUMNS = [
+    f"break_even_calls{start}{end}" for start in ("", "_warm") for end in ("", "_ci95_low", "_ci95_high")
+]
+
+
+def break_even_columns(result: dict, eager_first_call_s: float | None) -> dict:
+    """After how many calls compiling has paid for itself, cold and warm: (compile time less eager's own first
+    call) over what a call saves, from the interleaved samples; inf (never) where the mode saves nothing."""
+    columns = dict.fromkeys(BREAK_EVEN_COLUMNS)
+    eager_ms, mode_ms = result.get("eager_latency_ms"), result.get("latency_ms")
+    if result["status"] != "ok" or not eager_ms or not mode_ms or eager_first_call_s is None:
+        return columns
+    resamples = result.get("measure", {}).get("bootstrap_resamples", 2000)
+    for start, compile_s in (("", result.get("compile_s")), ("_warm", result.get("compile_warm_s"))):
+        if compile_s is not None:
+            value, (low, high) = stats.break_even(
+                compile_s - eager_first_call_s, eager_ms, mode_ms, resamples=resamples
+            )
+            columns.update({f"break_even_calls{start}": value, f"break_even_calls{start}_ci95_low": low,
+                            f"break_even_calls{start}_ci95_high": high})  # fmt: skip
+    return columns
 
 
 def latency_samples(paths: list[str | Path]) -> pd.DataFrame:
@@ -137,6 +172,30 @@ def latency_samples(paths: list[str | Path]) -> pd.DataFrame:
             frames.append(frame)
     columns = [*SAMPLE_KEYS, "iteration", "latency_ms"]
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+
+
+COMPILE_PHASE_COLUMNS = ["hardware", "model", "mode", "start", "phase", "seconds", "start_s"]
+
+
+def compile_phases(paths: list[str | Path]) -> pd.DataFrame:
+    """One row per phase of each compiled run's starts: the cold compile, and the warm and bundle starts where
+    they ran; `unexplained` is what the phases leave of the start's first call (`start_s`)."""
+    rows = []
+    for result in read_results(paths):
+        if result["status"] != "ok":
+            continue
+        starts = {"cold": (result.get("compile_s"), result.get("compile_phases"))}
+        for name, start in (result.get("warm_starts") or {}).items():
+            if isinstance(start, dict):
+                starts[name] = (start["first_call_s"], start["compile_phases"])
+        for start, (start_s, phases) in starts.items():
+            if not phases or start_s is None:
+                continue
+            seconds = {**phases, "unexplained": start_s - sum(phases.values())}
+            for phase, value in seconds.items():
+                rows.append({**{k: result[k] for k in ("hardware", "model", "mode")}, "start": start,
+                             "phase": phase, "seconds": value, "start_s": start_s})  # fmt: skip
+    return pd.DataFrame(rows, columns=COMPILE_PHASE_COLUMNS)
 
 
 def top_ops(paths: list[str | Path], per_run: int = 10) -> pd.DataFrame:
@@ -360,9 +419,13 @@ def baseline_of(hardware, baseline: str | None) -> str | None:
     return baseline if baseline in names else (names[0] if names else None)
 
 
-def hardware_costs(runs: pd.DataFrame, prices: dict[str, float], baseline: str | None) -> pd.DataFrame:
+def hardware_costs(
+    runs: pd.DataFrame, prices: dict[str, float], baseline: str | None, calls_per_start: int = 100_000
+) -> pd.DataFrame:
     """Per run: p90 latency relative to the baseline hardware's same model and mode, and where the hardware
-    has a price, the cost of a million inferences (price per hour over inferences per hour at the median)."""
+    has a price, the cost of a million inferences (price per hour over inferences per hour at the median),
+    and that cost with each process start's compile (cold, or warm from the caches) spread over
+    `calls_per_start` calls."""
     ok = runs[runs["status"] == "ok"]
     baseline = baseline_of(ok["hardware"], baseline)
     base = ok[ok["hardware"] == baseline].set_index(["model", "mode"])["p90_ms"]
@@ -371,7 +434,16 @@ def hardware_costs(runs: pd.DataFrame, prices: dict[str, float], baseline: str |
     frame["baseline_hardware"] = baseline
     frame["relative_p90"] = [row.p90_ms / base.get((row.model, row.mode), np.nan) for row in frame.itertuples()]
     frame["price_per_hour"] = frame["hardware"].map(prices)
-    frame["cost_per_million"] = frame["price_per_hour"] / 3600 * (frame["median_ms"] / 1e3) / frame["batch_size"] * 1e6
+    per_second = frame["price_per_hour"] / 3600
+    frame["cost_per_million"] = per_second * (frame["median_ms"] / 1e3) / frame["batch_size"] * 1e6
+    calls = 1e6 / frame["batch_size"]
+    for column, start in (
+        ("cost_per_million_cold_start", "compile_s"),
+        ("cost_per_million_warm_start", "compile_warm_s"),
+    ):
+        compile_s = ok[start].where(ok["mode"] != "eager", ok["first_call_s"]).fillna(0)
+        frame[column] = per_second * calls * (frame["median_ms"] / 1e3 + compile_s / calls_per_start)
+    frame["calls_per_start"] = calls_per_start
     return frame.reset_index(drop=True)
 
 

@@ -1,0 +1,58 @@
+"""What compiling costs: the cold compile, warm starts from the caches it wrote, and torch's own phases."""
+
+from __future__ import annotations
+
+import json
+
+import psutil
+import pytest
+from helpers import TINY_MODELS, tiny_config
+
+from compilebench import config as configuration
+from compilebench import jobs
+from compilebench.records import COMPILE_PHASES
+
+pytestmark = pytest.mark.slow
+
+
+def experiment(mode: str, **measure) -> dict:
+    raw = tiny_config({"vit": TINY_MODELS["vit"]})
+    raw["measure"].update(measure)
+    return configuration.experiment(configuration.validate(raw), "vit", mode, "cpu", any_mode=True)
+
+
+@pytest.fixture(scope="module")
+def cold_and_warm(tmp_path_factory):
+    out = tmp_path_factory.mktemp("compile-cost") / "r.json"
+    result = jobs.benchmark_job(experiment("compile-default", private_cache=True, warm_start=True), out)
+    assert result["status"] == "ok", result["error"]
+    assert json.loads(out.read_text()) == result
+    return result
+
+
+def test_a_warm_start_reads_the_caches_the_cold_compile_wrote_and_is_far_quicker(cold_and_warm):
+    warm = cold_and_warm["warm_starts"]["warm"]
+    assert warm["cache_hits"]["inductor_fx"] >= 1  # it read the job's own cache, not a cold one
+    assert cold_and_warm["compile_warm_s"] == warm["first_call_s"]
+    assert cold_and_warm["compile_warm_s"] < 0.5 * cold_and_warm["compile_s"]
+    assert psutil.Process().children(recursive=True) == []
+
+
+def test_a_start_from_the_cache_bundle_loads_it_into_empty_caches(cold_and_warm):
+    bundle = cold_and_warm["warm_starts"]["bundle"]
+    assert bundle["bundle_loaded"] is True and cold_and_warm["compile_bundle_s"] == bundle["first_call_s"]
+    assert 0 < cold_and_warm["compile_bundle_s"]
+
+
+def test_the_phases_of_the_cold_compile_add_up_to_no_more_than_it(cold_and_warm):
+    phases = cold_and_warm["compile_phases"]
+    assert set(phases) == set(COMPILE_PHASES) and min(phases.values()) >= 0
+    assert phases["dynamo"] > 0 and phases["aot_autograd"] > 0
+    assert sum(phases.values()) <= cold_and_warm["compile_s"]
+    assert cold_and_warm["compile_unexplained_s"] == pytest.approx(cold_and_warm["compile_s"] - sum(phases.values()))
+
+
+def test_eager_keeps_its_first_call_as_the_start_up_cost_and_has_no_warm_start(tmp_path):
+    result = jobs.benchmark_job(experiment("eager", warm_start=True), tmp_path / "r.json")
+    assert result["status"] == "ok" and result["preparation"]["first_call_s"] > 0
+    assert result["compile_phases"] is None and result["compile_warm_s"] is None and "warm_starts" not in result
