@@ -78,7 +78,7 @@ def test_compare_of_a_run_with_itself_is_the_same_and_passes(tmp_path):
     synthetic_results(tmp_path / "run" / "results")
     done = compilebench("compare", tmp_path / "run", tmp_path / "run" / "results", "--fail-on-regression")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "no regression" in done.stdout and "slower" not in done.stdout and "faster" not in done.stdout
+    assert "no experiment regressed" in done.stdout and "slower" not in done.stdout and "faster" not in done.stdout
     lines = [line for line in done.stdout.splitlines() if " ms → " in line]
     assert lines and all(line.endswith(": same") for line in lines)
 
@@ -111,3 +111,19 @@ def test_compare_refuses_a_folder_without_results_and_runs_of_two_schemas(tmp_pa
         path.write_text(path.read_text().replace('"schema": 1', '"schema": 2'))
     done = compilebench("compare", tmp_path / "base", other)
     assert done.returncode == 2 and "schema" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_only_the_experiments_that_regressed_are_counted_and_fail_the_gate(tmp_path):
+    synthetic_results(tmp_path / "base" / "results")
+    new = scaled_copy(tmp_path / "base", tmp_path / "new", 1.0)
+    one = new / "results" / "runs" / "cpu" / "resnet" / "compile-default.json"
+    result = json.loads(one.read_text())
+    result["latency_ms"] = [1.3 * v for v in result["latency_ms"]]
+    one.write_text(json.dumps(result))
+    done = compilebench("compare", tmp_path / "base", new, "--fail-on-regression")
+    assert done.returncode == 1
+    flagged = [line for line in done.stdout.splitlines() if "REGRESSION" in line]
+    assert len(flagged) == 1 and flagged[0].startswith("cpu/resnet/compile-default:")
+    assert "1 experiment regressed" in done.stdout
+    clean = scaled_copy(tmp_path / "base", tmp_path / "clean", 1.0)
+    assert compilebench("compare", tmp_path / "base", clean, "--fail-on-regression").returncode == 0

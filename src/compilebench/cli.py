@@ -86,7 +86,7 @@ def compare(args: argparse.Namespace) -> int:
     print(verdicts.describe(table, only_base, only_new))
     if args.out:
         write_csv(table, args.out)
-    return 1 if args.fail_on_regression and table["regression"].astype(bool).any() else 0
+    return 1 if args.fail_on_regression and verdicts.regressions(table).any() else 0
 
 
 def _report_failure(error: dict | None) -> int:

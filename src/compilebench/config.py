@@ -36,6 +36,7 @@ MEASURE_DEFAULTS: dict[str, Any] = {
     "bootstrap_resamples": 2000,
     "private_cache": True,
     "warm_start": True,
+    "bundle_start": True,
     "profile": False,
     "profile_iterations": 5,
 }

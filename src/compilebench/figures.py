@@ -325,7 +325,7 @@ def compile_phase_bars(t: Tables) -> plt.Figure:
     ax.set_yticks(range(len(bars)), [f"{m} · {mode} · {start} ({hw})" for (hw, m, mode, start), _ in bars], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("seconds to the first result")
-    ax.legend(fontsize=7, ncol=4, loc="lower right")
+    ax.legend(fontsize=7, ncol=4, loc="lower left", bbox_to_anchor=(0, 1.0), frameon=False)
     fig.tight_layout()
     return fig
 

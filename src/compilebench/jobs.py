@@ -68,8 +68,14 @@ def environment_job(
     name = entry.get("python_env")
     if name and (problem := _python_env_problem(hardware, name)):
         return _write_unavailable(hardware, entry, out, problem)
-    request = {"job": "environment", "hardware": hardware, "entry": entry, "out": str(out), "check": check}
-    request["skip_if_absent"] = skip_if_absent
+    request = {
+        "job": "environment",
+        "hardware": hardware,
+        "entry": entry,
+        "out": str(out),
+        "check": check,
+        "skip_if_absent": skip_if_absent,
+    }
     returncode = supervised(request, timeout_s=None, python=pyenv.interpreter(name))
     if returncode != 0 or not Path(out).exists():
         where = f" (Python environment `{name}`)" if name else ""
@@ -189,7 +195,7 @@ def benchmark_job(
             "reference": _str(reference),
             "env_record": _str(env_record),
             "caches_given": bool(caches),
-            "cache_bundle": str(bundle) if _warm_starts_wanted(exp) else None,
+            "cache_bundle": str(bundle) if _warm_starts_wanted(exp) and exp["measure"]["bundle_start"] else None,
         }
         returncode = supervised(request, timeout_s, python=python, env=caches)
         if returncode is None:
@@ -200,7 +206,7 @@ def benchmark_job(
             return _write_stopped(exp, out, "failed", started_at, f"the benchmark process {death(returncode)}")
         result = read_json(out)
         if result["status"] == "ok" and _warm_starts_wanted(exp):
-            result.update(_warm_starts(exp, python, caches, bundle, Path(scratch), deadline))
+            result.update(_warm_starts(exp, python, caches, bundle, Path(scratch), deadline), finished_at=now())
             write_json(out, result)
     return result
 
@@ -220,7 +226,9 @@ def _warm_starts(exp: Experiment, python: str, caches: dict, bundle: Path, scrat
     has no bundle). Each runs in the time `measure.timeout_s` leaves; one stopped or failed keeps the rest."""
     starts = {"warm": None, "bundle": None, "notes": []}
     plans = [("warm", caches, None)]
-    if bundle.is_file():
+    if not exp["measure"]["bundle_start"]:
+        starts["notes"].append("no start from the cache bundle: measure.bundle_start is false")
+    elif bundle.is_file():
         plans.append(("bundle", _cache_env(scratch / "bundle-caches"), str(bundle)))
     else:
         starts["notes"].append(

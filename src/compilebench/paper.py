@@ -98,6 +98,9 @@ def pay_off_findings(rows: list[dict]) -> list[str]:
         if math.isinf(r["break_even_calls"]):
             findings.append(f"{name} never pays off: it is not faster than eager per call.")
             continue
+        if r["break_even_calls"] == 0:
+            findings.append(f"{name} starts no slower than eager's own first call, so it pays off from the start.")
+            continue
         cold = f"{calls(r['break_even_calls'])} calls cold (95% CI {calls(r['break_even_calls_ci95_low'])}–"
         cold += f"{calls(r['break_even_calls_ci95_high'])})"
         warm = ""

@@ -28,6 +28,8 @@ MEASURE_COLUMNS = [
     "interleave_block",
     "fullgraph",
     "private_cache",
+    "warm_start",
+    "bundle_start",
     "timeout_s",
     "profile",
 ]

@@ -236,7 +236,7 @@ def describe(table: pd.DataFrame, only_base: list, only_new: list) -> str:
                 f"{name}: {row['base_median_ms']:.4g} ms → {row['median_ms']:.4g} ms, ratio {row['ratio']:.3f} "
                 f"(95% CI {row['ratio_ci95_low']:.3f}–{row['ratio_ci95_high']:.3f}): {row['verdict']}"
             )
-        if row["regression"]:
+        if isinstance(row["regression"], str):
             lines[-1] += f"  REGRESSION ({row['regression']})"
     for row in table[table["scope"] == "geomean"].to_dict("records"):
         lines.append(
@@ -246,6 +246,15 @@ def describe(table: pd.DataFrame, only_base: list, only_new: list) -> str:
     for side, keys in (("BASE", only_base), ("NEW", only_new)):
         if keys:
             lines.append(f"only in {side}: {', '.join('/'.join(key) for key in keys)}")
-    regressed = int(table["regression"].astype(bool).sum())
-    lines.append(f"{regressed} regression{'s' if regressed != 1 else ''}" if regressed else "no regression")
+    regressed = int(regressions(table[table["scope"] == "experiment"]).sum())
+    slower_means = int(regressions(table[table["scope"] == "geomean"]).sum())
+    lines.append(
+        (f"{regressed} experiment{'s' if regressed != 1 else ''} regressed" if regressed else "no experiment regressed")
+        + (f"; {slower_means} geometric mean{'s' if slower_means != 1 else ''} slower" if slower_means else "")
+    )
     return "\n".join(lines)
+
+
+def regressions(table: pd.DataFrame) -> pd.Series:
+    """Which rows regressed: their `regression` says why (a table read back, or mixed with None, holds NaN)."""
+    return table["regression"].map(lambda why: isinstance(why, str) and bool(why))
