@@ -55,12 +55,14 @@ def active_hardware():
 
 
 def is_active(name, entry):
-    """An optional GPU entry runs where a GPU is, which only its own environment job can tell: on a cluster
-    the node is not the host snakemake starts on, and a platform's own Python may not see the GPU its host
-    has. So that job is a checkpoint, and the entry's experiments are planned once it has looked.
+    """An optional GPU entry runs where a GPU is. Run here (a dry run included), this machine's torch tells at
+    once; on a cluster only the node can tell, so there its environment job decides (a checkpoint), whatever
+    the host snakemake starts on.
     """
     if not skips_if_absent(entry):
         return True
+    if runs_here():
+        return gpu_visible()
     record = checkpoints.environment_record.get(hardware=name).output[0]
     return not records.skipped(read_json(record))
 
