@@ -162,6 +162,6 @@ def test_an_environment_without_torch_fails_the_build_saying_torch_does_not_impo
     assert record["error"]["message"] == "torch fails to import in it: ModuleNotFoundError: No module named 'torch'"
 
 
-def test_the_shipped_requirements_pin_every_package(tmp_path):
+def test_the_shipped_requirements_pin_every_package():
     lines = [line for line in (ROOT / "envs" / f"{OLD}.txt").read_text().splitlines() if not line.startswith("#")]
     assert "torch==2.13.0+cpu" in lines and all("==" in line for line in lines)
