@@ -43,3 +43,12 @@ def test_speedup_is_ratio_of_medians_with_interval():
 def test_single_sample_has_degenerate_interval():
     s = stats.summarize([5.0])
     assert s["ci95_ms"] == [5.0, 5.0] and s["std_ms"] == 0.0
+
+
+def test_median_interval_stays_within_the_samples_on_a_coarse_clock():
+    # A coarse timer gives many equal samples; the interval must not round past the extremes.
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        ticks_ns = 568441 + 3 * rng.integers(0, 3, size=58)
+        s = stats.summarize(list(ticks_ns / 1e6))
+        assert s["min_ms"] <= s["ci95_ms"][0] <= s["median_ms"] <= s["ci95_ms"][1] <= s["max_ms"]
