@@ -66,7 +66,7 @@ import json, sys
 spec = json.loads({json.dumps(jobs)!r})
 from compilebench import jobs, runner
 jobs.environment_job("cpu", spec["entry"], {str(tmp_path / "env.json")!r}, check=False)
-jobs._environment_in_child("cpu", spec["entry"], {str(tmp_path / "env.json")!r}, False, False)  # its child's side
+jobs._environment_in_child("cpu", spec["entry"], {str(tmp_path / "env.json")!r}, True, False)  # its child's side
 jobs.reference_job(spec["reference"], {str(tmp_path / "ref.pt")!r})
 assert runner.run(spec["benchmark"])["status"] == "ok"
 print(json.dumps(sorted(m.split(".")[1] for m in sys.modules if m.startswith("compilebench."))))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from helpers import PAPER_SECTIONS, ROOT, TINY_MODELS, tiny_config
-from synthetic import synthetic_results, synthetic_sweep
+from synthetic import MEASURED_CEILINGS, synthetic_results, synthetic_sweep
 
 from compilebench import config as configuration
 from compilebench import figures, paper, tables
@@ -55,6 +55,7 @@ def paper_inputs(tmp_path, monkeypatch):
             "configured_env": {"DNNL_DEFAULT_FPMATH_MODE": "BF16"},
             "code": {"commit": "abc123", "dirty": False},
             "packages": {"torch": "2.x"},
+            "ceilings": {**MEASURED_CEILINGS, "threads": 2, "seconds": 4.2},
         },
     )
     return {name: tabs[name] for name in PAPER_TABLES}, figs, [env]
@@ -97,6 +98,9 @@ def test_paper_shows_limits_top_operators_and_an_unbacked_fast_math_request(pape
     tabs, figs, envs = paper_inputs
     html = render(tabs, figs, envs, validated())
     assert "Distance to the hardware" in html and "NVIDIA H100 SXM" in html
+    limits = html[html.index('id="limits-table"') : html.index("</table>", html.index('id="limits-table"'))]
+    assert "0.05 TFLOP/s" in limits and "20 GB/s" in limits and "not measured" in limits  # cpu-fast measured none
+    assert "Measured ceilings" in html and "bfloat16 0.05 TFLOP/s" in html and "torch.mm" in html
     assert "Where the time goes" in html
     assert "eager_op_0" in html and "compile-max-autotune_op_4" in html and "eager_op_5" not in html
     assert "no native bf16 instructions" in html

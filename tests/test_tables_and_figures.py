@@ -115,10 +115,16 @@ def test_limits_compare_achieved_rates_with_the_device_peak(synthetic_tables):
     assert llama["fraction_of_peak"] == pytest.approx(llama["achieved"] / 100.0)
 
 
-def test_unknown_devices_get_the_raw_figure_only(synthetic_tables):
+def test_unknown_devices_get_the_fraction_of_their_measured_ceiling_only(synthetic_tables):
     limits = tables.limits(synthetic_tables.runs, {})
     cpu = limits[limits["hardware"] == "cpu"]
     assert cpu["achieved"].gt(0).all() and cpu["peak"].isna().all() and cpu["fraction_of_peak"].isna().all()
+    resnet = cpu[cpu["model"] == "resnet"]
+    assert resnet["measured"].eq(0.05).all()  # the ceiling of the dtype the arithmetic ran in (bfloat16)
+    assert resnet["fraction_of_measured"].to_numpy() == pytest.approx(resnet["achieved"].to_numpy() / 0.05)
+    llama = cpu[cpu["model"] == "llama"]
+    assert llama["fraction_of_measured"].to_numpy() == pytest.approx(llama["achieved"].to_numpy() / 20.0)
+    assert limits.loc[limits["hardware"] == "cpu-fast", "fraction_of_measured"].isna().all()  # it measured none
 
 
 def test_top_ops_keep_ten_per_profiled_run(tmp_path):

@@ -183,7 +183,12 @@ def test_end_to_end_produces_every_result_and_runs_table(finished):
     assert (unsupported["model"], unsupported["mode"]) == ("llama", "jit") and "TorchScript" in unsupported["error"]
     assert ok["correct"].all()
     assert (ok.loc[ok["mode"] != "eager", "speedup"] > 0).all()
-    assert (project / "results" / "env" / "cpu.json").is_file()
+    ceilings = json.loads((project / "results" / "env" / "cpu.json").read_text())["ceilings"]
+    assert (
+        ceilings["tflops"]["float32"] > 0 and ceilings["memory_bandwidth_gbs"] > 0 and "torch.mm" in ceilings["method"]
+    )
+    limits = pd.read_csv(project / "results" / "tables" / "limits.csv")
+    assert limits["fraction_of_measured"].gt(0).all() and limits["peak"].isna().all()  # a CPU no datasheet names
     assert (project / "logs" / "benchmark" / "cpu" / "resnet" / "jit.log").stat().st_size > 0
     assert sha256_of(project / "resources" / "assets" / "dog.jpg") == config["assets"]["files"]["dog.jpg"]["sha256"]
 

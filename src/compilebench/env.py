@@ -170,4 +170,5 @@ def summary(full: dict) -> dict:
         "bf16_native": full["cpu"]["bf16_native"],
         "fpmath_mode": fpmath,
         "code": full["code"]["commit"],
+        "ceilings": full.get("ceilings"),
     }

@@ -294,6 +294,11 @@ def _environment_in_child(hardware: str, entry: dict, out: str, check: bool, ski
         except Exception as exc:  # the platform's failure is data: its jobs say why they did not run
             log.error("%s", exc)
             record.update(status="failed", error=error_info(exc))
+    if record["status"] == "ok" and check:
+        from . import ceilings
+
+        log.info("measuring the ceilings of %s", entry["device"])
+        record["ceilings"] = ceilings.measure(entry["device"])
     write_json(out, record)
 
 

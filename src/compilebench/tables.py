@@ -19,6 +19,7 @@ from .results import read_results
 IDENTITY = ["hardware", "model", "mode", "task", "device", "dtype", "batch_size"]
 # The model a sweep point belongs to, and the swept settings that are not identity columns already.
 SWEEP_COLUMNS = ["sweep_of", *(key for key in SWEEP_KEYS if key not in IDENTITY)]
+CEILING_DTYPES = ("float32", "bfloat16", "float16")
 PREPARATION_COLUMNS = ["first_call_s", "script_s", "export_s", "package_s", "load_s", "package_bytes"]
 SAMPLE_KEYS = ["hardware", "model", "mode", "dtype", "batch_size", *SWEEP_COLUMNS]
 MEASURE_COLUMNS = [
@@ -45,6 +46,7 @@ def _run_row(result: dict, path: str) -> dict:
     speedup_ci = speedup.get("ci95") or [None, None]
     error = result.get("error") or {}
     environment = result.get("environment") or {}
+    ceilings = environment.get("ceilings") or {}
     workload = result.get("workload", {})
     preparation = result.get("preparation", {})
     return {
@@ -57,6 +59,8 @@ def _run_row(result: dict, path: str) -> dict:
         "bf16_native": environment.get("bf16_native"),
         "fpmath_mode": environment.get("fpmath_mode"),
         "host": environment.get("hostname"),
+        **{f"measured_tflops_{dtype}": ceilings.get("tflops", {}).get(dtype) for dtype in CEILING_DTYPES},
+        "measured_memory_bandwidth_gbs": ceilings.get("memory_bandwidth_gbs"),
         **{
             f"slurm_{key}": (environment.get("slurm") or {}).get(key)
             for key in ("job_id", "job_partition", "job_nodelist")
@@ -243,11 +247,12 @@ def plain_op_name(name: str, limit: int = 90) -> str:
 
 
 def limits(runs: pd.DataFrame, peak_overrides: dict[str, dict | None]) -> pd.DataFrame:
-    """How close each run came to its device's limit.
+    """How close each run came to its device's limits: the ceiling its environment job measured on the device
+    (`fraction_of_measured`) and, where known, the datasheet's or config's peak (`fraction_of_peak`).
 
     Text generation reads every weight once per decode step, so its limit is memory bandwidth:
-    parameter bytes x decode steps per second. Other models report FLOP/s against peak FLOP/s
-    in the dtype the arithmetic ran in. Unknown devices get the raw figure only.
+    parameter bytes x decode steps per second. Other models report FLOP/s against FLOP/s
+    in the dtype the arithmetic ran in.
     """
     rows = []
     for run in runs[runs["status"] == "ok"].to_dict("records"):
@@ -256,15 +261,21 @@ def limits(runs: pd.DataFrame, peak_overrides: dict[str, dict | None]) -> pd.Dat
         if run["task"] == "text-generation":
             steps_per_s = (run.get("decode_tokens_per_s") or float("nan")) / run["batch_size"]
             achieved, limit = run["parameter_bytes"] * steps_per_s / 1e9, (peak or {}).get("memory_bandwidth_gbs")
+            measured = run.get("measured_memory_bandwidth_gbs")
             row.update(metric="memory bandwidth", unit="GB/s")
         else:
             achieved = (
                 run["flops_per_call"] / (run["median_ms"] / 1e3) / 1e12 if run.get("flops_per_call") else float("nan")
             )
-            limit = (peak or {}).get("tflops", {}).get(run.get("compute_dtype") or "float32")
+            dtype = run.get("compute_dtype") or "float32"
+            limit = (peak or {}).get("tflops", {}).get(dtype)
+            measured = run.get(f"measured_tflops_{dtype}")
             row.update(metric="compute", unit="TFLOP/s")
+        measured = None if measured is None or pd.isna(measured) else measured
         row.update(
             achieved=achieved,
+            measured=measured,
+            fraction_of_measured=achieved / measured if measured else None,
             peak=limit,
             fraction_of_peak=achieved / limit if limit else None,
             peak_device=(peak or {}).get("name"),
@@ -280,6 +291,8 @@ def limits(runs: pd.DataFrame, peak_overrides: dict[str, dict | None]) -> pd.Dat
         "metric",
         "unit",
         "achieved",
+        "measured",
+        "fraction_of_measured",
         "peak",
         "fraction_of_peak",
         "peak_device",
