@@ -32,6 +32,10 @@ def assert_measured(result: dict, mode: str) -> None:
     assert result["memory"]["rss_peak_bytes"] > 0
     if mode == "eager":
         assert "speedup" not in result
+        noise = result["noise"]  # eager against a second eager callable: should be 1.0
+        low, high = noise["ci95"]
+        assert low <= noise["ratio"] <= high and 0.5 < noise["ratio"] < 2.0
+        assert len(noise["twin_latency_ms"]) == len(latency) and "block" in noise["interval"]
     else:
         low, high = result["speedup"]["ci95"]
         assert low <= result["speedup"]["value"] <= high

@@ -79,6 +79,30 @@ def test_key_findings_name_the_fastest_mode_with_its_interval(paper_inputs):
     assert "95% CI" in resnet_cpu and "× eager" in resnet_cpu
 
 
+def test_a_speedup_inside_its_noise_floor_is_no_detectable_difference(paper_inputs):
+    tabs, figs, envs = paper_inputs
+    runs = pd.read_csv(tabs["runs"])
+    speedups = tables.speedups(runs)
+    assert set(speedups.loc[speedups["model"] == "resnet", "against_noise"]) == {"faster"}
+    noisy = (runs["hardware"] == "cpu") & (runs["model"] == "resnet") & (runs["mode"] == "eager")
+    runs.loc[noisy, ["noise_ci95_low", "noise_ci95_high"]] = [0.4, 3.0]  # a floor wider than any speedup here
+    findings = paper.key_findings(runs, tables.speedups(runs))
+    resnet_cpu = next(f for f in findings if "resnet" in f and "cpu," in f)
+    assert "no mode is detectably faster than eager for resnet" in resnet_cpu
+    assert "noise floor 0.40–3.00" in resnet_cpu and resnet_cpu.endswith("no detectable difference.")
+    html = render(tabs, figs, envs, validated())
+    table = html[html.index('id="results-table"') : html.index("</table>", html.index('id="results-table"'))]
+    assert "(A/A)" in table and "0.97–1.03" in table and "noise floor" in table and "faster" in table
+
+
+def test_correctness_table_shows_the_float64_errors_and_the_rule(paper_inputs):
+    tabs, figs, envs = paper_inputs
+    html = render(tabs, figs, envs, validated())
+    section = html[html.index('id="correctness"') :]
+    assert "RMSE vs float64" in section and "2.00e-06" in section and "1.50e-06" in section
+    assert "RMSE against float64 &lt;= 2 x eager" in section and "75%, first differs at 12" in section
+
+
 def test_paper_has_every_section_and_the_published_column(paper_inputs):
     tabs, figs, envs = paper_inputs
     published = {"source": "The Study", "hardware": "MI210", "values": {"median_ms": {"resnet": {"eager": 18.76}}}}

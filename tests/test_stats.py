@@ -52,3 +52,18 @@ def test_median_interval_stays_within_the_samples_on_a_coarse_clock():
         ticks_ns = 568441 + 3 * rng.integers(0, 3, size=58)
         s = stats.summarize(list(ticks_ns / 1e6))
         assert s["min_ms"] <= s["ci95_ms"][0] <= s["median_ms"] <= s["ci95_ms"][1] <= s["max_ms"]
+
+
+def test_paired_block_bootstrap_resamples_whole_blocks_of_both_series_together():
+    rng = np.random.default_rng(4)
+    # Slow stretches: each block of 5 shares a level, the same for both series (they ran side by side).
+    levels = np.repeat(rng.uniform(1.0, 1.5, size=12), 5)
+    eager, mode = levels * rng.normal(20, 0.2, 60), levels * rng.normal(10, 0.1, 60)
+    s = stats.speedup(list(eager), list(mode), resamples=3000, seed=7, block=5)
+    assert s["interval"] == "paired block bootstrap, 12 blocks of 5"
+    picks = np.random.default_rng(7).integers(0, 12, size=(3000, 12))
+    ratios = [np.median(eager.reshape(12, 5)[p]) / np.median(mode.reshape(12, 5)[p]) for p in picks]
+    assert s["ci95"] == pytest.approx(list(np.percentile(ratios, [2.5, 97.5])))
+    assert s["ci95"][0] < 2.0 < s["ci95"][1]
+    # Too few blocks to resample: single samples instead, and the record says so.
+    assert stats.speedup(list(eager[:5]), list(mode[:5]), block=5)["interval"] == "bootstrap of single samples"

@@ -21,6 +21,13 @@ def device_total_bytes(device: str) -> int | None:
     return psutil.virtual_memory().total
 
 
+def device_free_bytes(device: str) -> int | None:
+    """The memory free on a device now: available RAM for the CPU, the first GPU's free memory for cuda."""
+    if device.startswith("cuda"):
+        return torch.cuda.mem_get_info()[0] if torch.cuda.is_available() else None
+    return psutil.virtual_memory().available
+
+
 class PeakMemory:
     """Call `baseline()` before the model is built and `report()` after the run."""
 

@@ -120,10 +120,10 @@ def _to(tensor: torch.Tensor, device: str, dtype: torch.dtype | None) -> torch.T
     return tensor.to(device)
 
 
-def parameter_bytes(module: nn.Module) -> int:
-    """Bytes of the weights one forward pass reads (parameters and buffers)."""
+def parameter_bytes(module: nn.Module, bytes_per_element: int | None = None) -> int:
+    """Bytes of the weights one forward pass reads (parameters and buffers), as stored or at `bytes_per_element`."""
     tensors = list(module.parameters()) + list(module.buffers())
-    return sum(t.numel() * t.element_size() for t in {id(t): t for t in tensors}.values())
+    return sum(t.numel() * (bytes_per_element or t.element_size()) for t in {id(t): t for t in tensors}.values())
 
 
 def _torchvision_model(name: str, spec: dict) -> nn.Module:

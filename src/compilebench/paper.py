@@ -16,8 +16,8 @@ from .config import measure_settings
 from .layout import ASSETS_DIR, FIGURE_NAMES
 from .modes import ordered
 from .results import atomic_write, read_json
-from .tables import unbacked_fast_math
-from .thresholds import COSINE_MIN, FLOAT32_REL_TOL
+from .tables import NO_DIFFERENCE, against_noise, unbacked_fast_math
+from .thresholds import COSINE_MIN, FLOAT32_REL_TOL, FLOAT64_MULTIPLIER, FLOAT64_TOL
 
 
 def _interval(low, high) -> str:
@@ -27,34 +27,51 @@ def _interval(low, high) -> str:
 
 
 def key_findings(runs: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
-    """Per hardware and model: the fastest correct mode and its interleaved speedup over eager."""
+    """Per hardware and model: the fastest correct mode and its interleaved speedup over eager, and whether that
+    speedup stands out of the model's noise floor (eager timed against itself)."""
     findings = []
     ok = runs[(runs["status"] == "ok") & (runs["correct"] == True)]  # noqa: E712
     for (hardware, model), frame in ok.groupby(["hardware", "model"], sort=False):
         best = frame.loc[frame["median_ms"].idxmin()]
+        others = speedups[
+            (speedups["hardware"] == hardware) & (speedups["model"] == model) & (speedups["status"] == "ok")
+        ]
+        if others.empty:
+            findings.append(f"On {hardware}, {model} ran in eager mode only ({best['median_ms']:.2f} ms median).")
+            continue
         if best["mode"] == "eager":
-            others = speedups[
-                (speedups["hardware"] == hardware) & (speedups["model"] == model) & (speedups["status"] == "ok")
-            ]
-            if others.empty:
-                findings.append(f"On {hardware}, {model} ran in eager mode only ({best['median_ms']:.2f} ms median).")
-                continue
             closest = others.loc[others["speedup"].idxmax()]
-            interval = _interval(closest["speedup_ci95_low"], closest["speedup_ci95_high"])
             findings.append(
                 f"On {hardware}, no mode beats eager for {model} ({best['median_ms']:.2f} ms median); the closest is "
-                f"{closest['mode']} at {closest['speedup']:.2f}× ({interval})."
+                f"{closest['mode']} at {_speedup_against_noise(closest)}."
             )
             continue
-        row = speedups[
-            (speedups["hardware"] == hardware) & (speedups["model"] == model) & (speedups["mode"] == best["mode"])
-        ].iloc[0]
+        row = others[others["mode"] == best["mode"]].iloc[0]
+        if row["against_noise"] == NO_DIFFERENCE:
+            findings.append(
+                f"On {hardware}, no mode is detectably faster than eager for {model}: the fastest, {best['mode']}, "
+                f"runs at {_speedup_against_noise(row)}."
+            )
+            continue
         findings.append(
             f"On {hardware}, {best['mode']} is the fastest mode for {model}: {row['speedup']:.2f}× eager "
-            f"({_interval(row['speedup_ci95_low'], row['speedup_ci95_high'])}), {best['median_ms']:.2f} ms median, "
-            f"after a {best['compile_s']:.3g} s first call."
+            f"({_interval(row['speedup_ci95_low'], row['speedup_ci95_high'])}{_noise_floor(row)}), "
+            f"{best['median_ms']:.2f} ms median, after a {best['compile_s']:.3g} s first call."
         )
     return findings
+
+
+def _speedup_against_noise(row: dict) -> str:
+    """`0.98× (95% CI …; noise floor …): no detectable difference`, or the verdict beyond the floor."""
+    interval = _interval(row["speedup_ci95_low"], row["speedup_ci95_high"])
+    verdict = row["against_noise"]
+    said = verdict if verdict == NO_DIFFERENCE else f"{verdict} than eager beyond the noise"
+    return f"{row['speedup']:.2f}× ({interval}{_noise_floor(row)}): {said}"
+
+
+def _noise_floor(row: dict) -> str:
+    floor = _interval(row.get("noise_ci95_low"), row.get("noise_ci95_high"))
+    return f"; noise floor {floor.removeprefix('95% CI ')}" if floor else ""
 
 
 def settings_findings(effects: pd.DataFrame) -> list[str]:
@@ -62,7 +79,7 @@ def settings_findings(effects: pd.DataFrame) -> list[str]:
     findings = []
     for row in _records(effects):
         interval = _interval(row["ratio_ci95_low"], row["ratio_ci95_high"])
-        if row["verdict"] == "no detectable difference":
+        if row["verdict"] == NO_DIFFERENCE:
             change = f"made no detectable difference against {row['base_mode']} ({row['ratio']:.2f}×, {interval})"
         else:
             change = f"ran {row['ratio']:.2f}× as fast as {row['base_mode']} ({interval}): {row['verdict']}"
@@ -212,9 +229,15 @@ def _published_lookup(published: dict) -> dict[tuple[str, str, str], float]:
 
 
 def results_rows(runs: pd.DataFrame, published: dict) -> list[dict]:
+    """Table 1: each run beside the published figures, and each speedup's verdict against its noise floor."""
     lookup = _published_lookup(published)
+    floors = {(r["hardware"], r["model"]): r for r in _records(runs) if r["mode"] == "eager"}
     rows = []
     for row in _records(runs):
+        floor = floors.get((row["hardware"], row["model"]), {})
+        row["against_noise"] = against_noise(
+            row["speedup_ci95_low"], row["speedup_ci95_high"], floor.get("noise_ci95_low"), floor.get("noise_ci95_high")
+        )
         row["published_median_ms"] = lookup.get(("median_ms", row["model"], row["mode"]))
         row["published_tokens_per_s"] = lookup.get(("tokens_per_s", row["model"], row["mode"]))
         row["published_compile_s"] = lookup.get(("compile_s", row["model"], row["mode"]))
@@ -364,6 +387,8 @@ def context(
         "dtypes": sorted(runs["dtype"].dropna().unique()),
         "cosine_min": COSINE_MIN,
         "float32_rel_tol": FLOAT32_REL_TOL,
+        "float64_multiplier": FLOAT64_MULTIPLIER,
+        "float64_tol": FLOAT64_TOL,
         "figures": [
             {"number": i + 1, "name": name, "src": _data_uri(by_name[name]), "caption": _caption(caption_of[name])}
             for i, name in enumerate(n for n in FIGURE_NAMES if n in by_name)

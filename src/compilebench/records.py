@@ -79,7 +79,8 @@ class Result(ResultHeader, total=False):
     latency_ms: list[float]  # one per timed iteration
     eager_latency_ms: list[float]  # eager, interleaved with the mode
     stats: dict[str, Any]  # stats.summarize
-    speedup: dict[str, Any]  # stats.speedup: value, ci95
+    speedup: dict[str, Any]  # stats.speedup: value, ci95, interval (its method)
+    noise: dict[str, Any]  # eager only: ratio, ci95 of eager against a second eager callable, and its samples
     throughput: dict[str, float]
     memory: dict[str, Any]
     correctness: dict[str, Any]

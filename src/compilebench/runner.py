@@ -15,16 +15,32 @@ from . import compile_phases, correctness, profiling, stats, timing, wrappers
 from .dynamo_counters import CompilerHealth
 from .errors import Unsupported
 from .generation import Generation, GreedyGenerator, summarize_tokens
-from .memory import PeakMemory
+from .memory import PeakMemory, device_free_bytes
 from .models import Bundle, build, parameter_bytes
 from .records import Experiment, Result, error_info, now, result_header
 
 log = logging.getLogger(__name__)
 
 
-def reference_outputs(exp: dict) -> dict[str, torch.Tensor]:
-    """The eager float32 output that every mode of this model is checked against."""
+def reference_outputs(exp: dict) -> dict:
+    """The eager float32 output that every mode of this model is checked against, and the same model's output in
+    float64 (weights and inputs, no autocast) where it can run so; else why not, under `float64_missing`."""
     bundle = build(exp["model"], exp["spec"], exp["seed"], exp["device"])
+    outputs = _eager_outputs(bundle, exp)
+    missing = _float64_obstacle(bundle, exp["device"])
+    if missing is None:
+        try:
+            _to_float64(bundle)
+            outputs["float64"] = _eager_outputs(bundle, exp)["output"].double()
+        except Exception as exc:  # a model that cannot run in float64 keeps the float32 rule
+            missing = f"the model does not run in float64: {type(exc).__name__}: {str(exc)[:300]}"
+    if missing is not None:
+        log.info("no float64 reference: %s", missing)
+        outputs["float64_missing"] = missing
+    return outputs
+
+
+def _eager_outputs(bundle: Bundle, exp: dict) -> dict:
     with torch.no_grad():
         if bundle.causal_lm is None:
             return {"output": bundle.module(*bundle.inputs).float().cpu()}
@@ -33,6 +49,21 @@ def reference_outputs(exp: dict) -> dict[str, torch.Tensor]:
             bundle.causal_lm, bundle.causal_lm, bundle.inputs[0], exp["spec"]["new_tokens"], clock
         )()
         return {"output": generation.prefill_logits.float().cpu(), "tokens": generation.tokens.cpu()}
+
+
+def _float64_obstacle(bundle: Bundle, device: str) -> str | None:
+    """Why the model's float64 copy would not fit where it runs, or None."""
+    needed = parameter_bytes(bundle.causal_lm or bundle.module, bytes_per_element=8)
+    free = device_free_bytes(device)
+    if free is not None and needed > free / 2:
+        return f"its float64 weights need {needed / 2**30:.1f} GiB, more than half the {free / 2**30:.1f} GiB free"
+    return None
+
+
+def _to_float64(bundle: Bundle) -> None:
+    """The built model in float64, in place: its weights and its floating-point inputs."""
+    (bundle.causal_lm or bundle.module).double()
+    bundle.inputs = tuple(x.double() if x.is_floating_point() else x for x in bundle.inputs)
 
 
 def run(
@@ -135,17 +166,14 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None, cache_bundle:
         log.info("first call took %.2f s; warm-up (%d iterations)", first_ms / 1e3, settings["warmup"])
         warmup_ms = timing.warm_up(call, clock, settings["warmup"])
         loop = {k: settings[k] for k in ("iterations", "min_time_s", "max_iterations")}
-        eager_ms: list[float] = []
-        if exp["mode"] == "eager":
-            latency_ms = timing.timed_loop(call, clock, **loop)
-        else:
-            timing.warm_up(eager_call, clock, settings["warmup"] + 1)
-            eager_ms, latency_ms = timing.interleaved(
-                eager_call, call, clock, block=settings["interleave_block"], **loop
-            )
+        # Eager is timed against a second eager callable in the same blocks: the A/A ratio is its noise floor.
+        timing.warm_up(eager_call, clock, settings["warmup"] + 1)
+        eager_ms, latency_ms = timing.interleaved(eager_call, call, clock, block=settings["interleave_block"], **loop)
         timed_generations = generator.history[-len(latency_ms) :] if generator else None
         # A copy: a CUDA-graph replay (profiling below) may overwrite the buffer of a previous output.
         output = call().clone() if generator is None else generator.history[-1]
+        # Eager in the same precision as the mode: its own error against float64 is the yardstick.
+        eager_output = eager_call().clone() if generator is None else eager_call.history[-1]
         peak_memory = memory.report()
         compiler = health.report()
         profiled = None
@@ -155,7 +183,7 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None, cache_bundle:
     if reference is None:
         log.info("computing the eager float32 reference")
         reference = reference_outputs(exp)
-    check = _check(bundle, output, reference, compute_dtype(spec))
+    check = _check(bundle, output, eager_output, reference, compute_dtype(spec))
     compile_s = cold_compile_s(prepared.preparation, first_ms / 1e3)
     record = {
         "compile_s": compile_s,
@@ -179,11 +207,19 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None, cache_bundle:
         record["profile"] = profiled
     median_s = record["stats"]["median_ms"] / 1e3
     record["throughput"] = {"samples_per_s": spec["batch_size"] / median_s}
-    if eager_ms:
+    interleaved = stats.speedup(
+        eager_ms,
+        latency_ms,
+        resamples=settings["bootstrap_resamples"],
+        seed=exp["seed"],
+        block=settings["interleave_block"],
+    )
+    if exp["mode"] == "eager":
+        record["noise"] = {"ratio": interleaved["value"], "ci95": interleaved["ci95"], "n": interleaved["n"],
+                           "interval": interleaved["interval"], "twin_latency_ms": eager_ms}  # fmt: skip
+    else:
         record["eager_latency_ms"] = eager_ms
-        record["speedup"] = stats.speedup(
-            eager_ms, latency_ms, resamples=settings["bootstrap_resamples"], seed=exp["seed"]
-        )
+        record["speedup"] = interleaved
     if timed_generations:
         record["generation"] = summarize_tokens(timed_generations, spec["batch_size"])
         record["throughput"]["tokens_per_s"] = record["generation"]["tokens_per_s"]
@@ -251,12 +287,26 @@ def callables(bundle: Bundle, exp: dict, clock: timing.Clock, workdir: str) -> P
     return Prepared(generator, eager, generator, preparation)
 
 
-def _check(bundle: Bundle, output: torch.Tensor | Generation, reference: dict, dtype: str) -> dict:
-    if isinstance(output, Generation):
-        check = correctness.compare(reference["output"], output.prefill_logits, dtype)
+def _check(
+    bundle: Bundle,
+    output: torch.Tensor | Generation,
+    eager_output: torch.Tensor | Generation,
+    reference: dict,
+    dtype: str,
+) -> dict:
+    generation = isinstance(output, Generation)
+    logits = output.prefill_logits if generation else output
+    eager_logits = eager_output.prefill_logits if generation else eager_output
+    check = correctness.compare(
+        reference["output"],
+        logits,
+        dtype,
+        float64=reference.get("float64"),
+        eager=eager_logits,
+        float64_missing=reference.get("float64_missing"),
+    )
+    if generation:
         check.update(correctness.compare_tokens(reference["tokens"], output.tokens))
-        return check
-    check = correctness.compare(reference["output"], output, dtype)
-    if bundle.labels:
+    elif bundle.labels:
         check["top5"] = correctness.top5(output, bundle.labels)
     return check

@@ -44,6 +44,8 @@ def _run_row(result: dict, path: str) -> dict:
     generation = result.get("generation", {})
     ci = stats.get("ci95_ms") or [None, None]
     speedup_ci = speedup.get("ci95") or [None, None]
+    noise = result.get("noise") or {}
+    noise_ci = noise.get("ci95") or [None, None]
     error = result.get("error") or {}
     environment = result.get("environment") or {}
     ceilings = environment.get("ceilings") or {}
@@ -88,11 +90,19 @@ def _run_row(result: dict, path: str) -> dict:
         "speedup": speedup.get("value"),
         "speedup_ci95_low": speedup_ci[0],
         "speedup_ci95_high": speedup_ci[1],
+        "noise_ratio": noise.get("ratio"),
+        "noise_ci95_low": noise_ci[0],
+        "noise_ci95_high": noise_ci[1],
         "correct": check.get("passed"),
         "cosine": check.get("cosine"),
         "max_abs_err": check.get("max_abs_err"),
         "top1_agreement": check.get("top1_agreement"),
         "tokens_match": check.get("tokens_match"),
+        "token_agreement": check.get("token_agreement"),
+        "first_token_disagreement": check.get("first_disagreement"),
+        "float64_rmse": check.get("float64_rmse"),
+        "eager_float64_rmse": check.get("eager_float64_rmse"),
+        "correctness_rule": check.get("criterion"),
         "graphs": compiler.get("graphs"),
         "graph_breaks": compiler.get("graph_breaks"),
         "recompiles": compiler.get("recompiles"),
@@ -155,11 +165,12 @@ def break_even_columns(result: dict, eager_first_call_s: float | None) -> dict:
     eager_ms, mode_ms = result.get("eager_latency_ms"), result.get("latency_ms")
     if result["status"] != "ok" or not eager_ms or not mode_ms or eager_first_call_s is None:
         return columns
-    resamples = result.get("measure", {}).get("bootstrap_resamples", 2000)
+    measure = result.get("measure", {})
+    resamples, block = measure.get("bootstrap_resamples", 2000), measure.get("interleave_block", 1)
     for start, compile_s in (("", result.get("compile_s")), ("_warm", result.get("compile_warm_s"))):
         if compile_s is not None:
             value, (low, high) = stats.break_even(
-                compile_s - eager_first_call_s, eager_ms, mode_ms, resamples=resamples
+                compile_s - eager_first_call_s, eager_ms, mode_ms, resamples=resamples, block=block
             )
             columns.update({f"break_even_calls{start}": value, f"break_even_calls{start}_ci95_low": low,
                             f"break_even_calls{start}_ci95_high": high})  # fmt: skip
@@ -344,6 +355,15 @@ def speedups(runs: pd.DataFrame) -> pd.DataFrame:
     keys = list(zip(modes["hardware"], modes["model"]))
     modes["eager_job_median_ms"] = [eager.get(key) for key in keys]
     modes["cross_job_speedup"] = modes["eager_job_median_ms"] / modes["median_ms"]
+    noise = runs[(runs["mode"] == "eager") & (runs["status"] == "ok")].set_index(["hardware", "model"])
+    for end in ("low", "high"):
+        modes[f"noise_ci95_{end}"] = [noise[f"noise_ci95_{end}"].get(key) for key in keys]
+    modes["against_noise"] = [
+        against_noise(*values)
+        for values in zip(
+            modes["speedup_ci95_low"], modes["speedup_ci95_high"], modes["noise_ci95_low"], modes["noise_ci95_high"]
+        )
+    ]
     columns = [
         "hardware",
         "model",
@@ -355,6 +375,9 @@ def speedups(runs: pd.DataFrame) -> pd.DataFrame:
         "speedup",
         "speedup_ci95_low",
         "speedup_ci95_high",
+        "noise_ci95_low",
+        "noise_ci95_high",
+        "against_noise",
         "cross_job_speedup",
         "median_ms",
         "eager_job_median_ms",
@@ -362,6 +385,18 @@ def speedups(runs: pd.DataFrame) -> pd.DataFrame:
         "correct",
     ]
     return modes[columns].reset_index(drop=True)
+
+
+NO_DIFFERENCE = "no detectable difference"
+
+
+def against_noise(low, high, noise_low, noise_high) -> str | None:
+    """A speedup's verdict against its model's noise floor (eager timed against itself): `faster` or `slower`
+    when the intervals do not overlap, else no detectable difference; 1.0 stands in for a floor not measured."""
+    if _missing(low) or _missing(high):
+        return None
+    floor = (1.0, 1.0) if _missing(noise_low) or _missing(noise_high) else (noise_low, noise_high)
+    return verdict(low, high, floor)
 
 
 def geometric_mean_summary(speedups_table: pd.DataFrame) -> pd.DataFrame:
@@ -419,13 +454,14 @@ def _missing(value) -> bool:
     return value is None or (isinstance(value, float) and np.isnan(value))
 
 
-def verdict(low: float, high: float) -> str:
-    """What a ratio's 95% interval supports: faster or slower only when it excludes 1."""
-    if low > 1:
+def verdict(low: float, high: float, floor: tuple[float, float] = (1.0, 1.0)) -> str:
+    """What a ratio's 95% interval supports: faster or slower only when it lies wholly beyond the `floor` (1, or
+    the interval of a ratio that should be 1)."""
+    if low > floor[1]:
         return "faster"
-    if high < 1:
+    if high < floor[0]:
         return "slower"
-    return "no detectable difference"
+    return NO_DIFFERENCE
 
 
 def baseline_of(hardware, baseline: str | None) -> str | None:

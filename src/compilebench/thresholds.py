@@ -2,3 +2,6 @@
 
 COSINE_MIN = 0.99  # PyTorch's dynamo harness uses the same cosine threshold
 FLOAT32_REL_TOL = 1e-3
+# Against the float64 output, as PyTorch's benchmark harness judges: RMSE at most k x eager's own + a tolerance
+FLOAT64_MULTIPLIER = {"float32": 2.0, "reduced": 3.0}
+FLOAT64_TOL = 1e-5
