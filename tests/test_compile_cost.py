@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+import time
 
 import psutil
 import pytest
@@ -56,3 +58,16 @@ def test_eager_keeps_its_first_call_as_the_start_up_cost_and_has_no_warm_start(t
     result = jobs.benchmark_job(experiment("eager", warm_start=True), tmp_path / "r.json")
     assert result["status"] == "ok" and result["preparation"]["first_call_s"] > 0
     assert result["compile_phases"] is None and result["compile_warm_s"] is None and "warm_starts" not in result
+
+
+def test_a_warm_start_past_the_timeout_is_stopped_with_its_workers_and_records_why(tmp_path):
+    # Empty caches make the "warm" start a cold compile, far longer than the two seconds it is left.
+    exp = experiment("compile-max-autotune", warm_start=True, bundle_start=False)
+    begin = time.monotonic()
+    starts = jobs._warm_starts(
+        exp, sys.executable, jobs._cache_env(tmp_path / "empty"), tmp_path / "none", tmp_path, time.monotonic() + 2
+    )
+    assert time.monotonic() - begin < 15
+    assert starts["compile_warm_s"] is None and starts["warm_starts"]["warm"] is None
+    assert "the warm start ran past measure.timeout_s" in starts["warm_starts"]["notes"]
+    assert psutil.Process().children(recursive=True) == []
