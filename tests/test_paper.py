@@ -10,7 +10,7 @@ from synthetic import MEASURED_CEILINGS, synthetic_results, synthetic_sweep
 from compilebench import config as configuration
 from compilebench import figures, paper, tables
 from compilebench.layout import FIGURE_TABLES, PAPER_TABLES
-from compilebench.results import write_json
+from compilebench.results import read_json, write_json
 from compilebench.standalone import write_tables
 
 REPORT = ROOT / "report"
@@ -125,6 +125,11 @@ def test_paper_shows_limits_top_operators_and_an_unbacked_fast_math_request(pape
     limits = html[html.index('id="limits-table"') : html.index("</table>", html.index('id="limits-table"'))]
     assert "0.05 TFLOP/s" in limits and "20 GB/s" in limits and "not measured" in limits  # cpu-fast measured none
     assert "Measured ceilings" in html and "bfloat16 0.05 TFLOP/s" in html and "torch.mm" in html
+    # A platform whose environment failed measured nothing; the paper still renders.
+    failed = envs[0].parent / "failed-env.json"
+    record = {k: v for k, v in read_json(envs[0]).items() if k != "ceilings"}
+    write_json(failed, {**record, "hardware": "cpu-broken", "status": "failed", "error": {"message": "no torch"}})
+    assert "cpu-broken" in render(tabs, figs, [*envs, failed], validated())
     assert "Where the time goes" in html
     assert "eager_op_0" in html and "compile-max-autotune_op_4" in html and "eager_op_5" not in html
     assert "no native bf16 instructions" in html
