@@ -104,7 +104,8 @@ def save_stand_in(name: str, entry: dict, folder: Path) -> dict:
 KEPT_MODELS = {"rocm-torch-compile": None, "graviton-pytorch2": ("resnet50", "roberta-fill-mask")}
 
 
-SCALED_MODES = ("eager", "jit", "compile-default")
+# The Graviton study compares eager with TorchScript; the ROCm one runs compile-default under its bf16 autocast.
+SCALED_MODES = {"rocm-torch-compile": ("eager", "compile-default"), "graviton-pytorch2": ("eager", "jit")}
 
 
 def scaled_down(name: str, folder: Path) -> dict:
@@ -117,7 +118,7 @@ def scaled_down(name: str, folder: Path) -> dict:
     # A sweep runs its first point only, and of the modes only those the study's own settings bear on
     # (its dtype, weights, env vars): every mode is run by test_engine.py, defined ones by
     # test_workflow.py, and the full DAG is checked by the dry run above.
-    scaled["modes"] = [m for m in scaled["modes"] if m in SCALED_MODES]
+    scaled["modes"] = [m for m in scaled["modes"] if m in SCALED_MODES[name]]
     for entry in scaled["models"].values():
         entry.get("sweep", {}).update({key: values[:1] for key, values in entry.get("sweep", {}).items()})
     scaled["measure"] = {**WORKFLOW_MEASURE, "profile": True, "profile_iterations": 1}

@@ -215,8 +215,8 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None, cache_bundle:
         block=settings["interleave_block"],
     )
     if exp["mode"] == "eager":
-        record["noise"] = {"ratio": interleaved["value"], "ci95": interleaved["ci95"], "n": interleaved["n"],
-                           "interval": interleaved["interval"], "twin_latency_ms": eager_ms}  # fmt: skip
+        ratio = {key: interleaved[key] for key in ("ci95", "n", "interval")}
+        record["noise"] = {"ratio": interleaved["value"], **ratio, "twin_latency_ms": eager_ms}
     else:
         record["eager_latency_ms"] = eager_ms
         record["speedup"] = interleaved
