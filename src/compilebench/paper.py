@@ -272,12 +272,13 @@ def fast_math_note(record: dict) -> str | None:
 
 
 def where_time_goes(runs: pd.DataFrame, top_ops: pd.DataFrame, per_side: int = 5) -> list[dict]:
-    """Per hardware and model: eager's top operators beside those of the fastest compiled mode."""
+    """Per hardware and model: eager's top operators beside those of the fastest other mode (compiled, scripted
+    or exported)."""
     sections = []
     ok = runs[runs["status"] == "ok"]
     for (hardware, model), frame in ok.groupby(["hardware", "model"], sort=False):
         ops = top_ops[(top_ops["hardware"] == hardware) & (top_ops["model"] == model)]
-        compiled = frame[frame["mode"].str.startswith("compile-") & frame["mode"].isin(ops["mode"])]
+        compiled = frame[(frame["mode"] != "eager") & frame["mode"].isin(ops["mode"])]
         if "eager" not in set(ops["mode"]) or compiled.empty:
             continue
         fastest = compiled.loc[compiled["median_ms"].idxmin(), "mode"]
