@@ -16,7 +16,7 @@ from .config import measure_settings
 from .layout import ASSETS_DIR, FIGURE_NAMES
 from .modes import ordered
 from .results import atomic_write, read_json
-from .tables import NO_DIFFERENCE, against_noise, unbacked_fast_math
+from .tables import NO_DIFFERENCE, unbacked_fast_math
 from .thresholds import COSINE_MIN, FLOAT32_REL_TOL, FLOAT64_MULTIPLIER, FLOAT64_TOL
 
 
@@ -228,16 +228,14 @@ def _published_lookup(published: dict) -> dict[tuple[str, str, str], float]:
     }
 
 
-def results_rows(runs: pd.DataFrame, published: dict) -> list[dict]:
-    """Table 1: each run beside the published figures, and each speedup's verdict against its noise floor."""
+def results_rows(runs: pd.DataFrame, speedups: pd.DataFrame, published: dict) -> list[dict]:
+    """Table 1: each run beside the published figures, and each speedup's verdict against its noise floor (from
+    the speedups table)."""
     lookup = _published_lookup(published)
-    floors = {(r["hardware"], r["model"]): r for r in _records(runs) if r["mode"] == "eager"}
+    verdicts = {(r["hardware"], r["model"], r["mode"]): r["against_noise"] for r in _records(speedups)}
     rows = []
     for row in _records(runs):
-        floor = floors.get((row["hardware"], row["model"]), {})
-        row["against_noise"] = against_noise(
-            row["speedup_ci95_low"], row["speedup_ci95_high"], floor.get("noise_ci95_low"), floor.get("noise_ci95_high")
-        )
+        row["against_noise"] = verdicts.get((row["hardware"], row["model"], row["mode"]))
         row["published_median_ms"] = lookup.get(("median_ms", row["model"], row["mode"]))
         row["published_tokens_per_s"] = lookup.get(("tokens_per_s", row["model"], row["mode"]))
         row["published_compile_s"] = lookup.get(("compile_s", row["model"], row["mode"]))
@@ -394,7 +392,7 @@ def context(
             {"number": i + 1, "name": name, "src": _data_uri(by_name[name]), "caption": _caption(caption_of[name])}
             for i, name in enumerate(n for n in FIGURE_NAMES if n in by_name)
         ],
-        "results": results_rows(runs, published),
+        "results": results_rows(runs, speedups, published),
         "published": published,
         "compiler": runs.to_dict("records"),
         "not_ok": not_ok,
