@@ -39,14 +39,13 @@ def aa_intervals(exp: dict, repeats: int) -> list[dict]:
         wrappers.precision(exp["device"], exp["spec"]["dtype"]),
     ):
         prepared = runner.callables(bundle, exp, clock, work)
-        timing.warm_up(prepared.call, clock, settings["warmup"] + 1)
-        timing.warm_up(prepared.eager, clock, settings["warmup"] + 1)
+        warmup_ms = timing.warm_up(prepared.call, clock, settings["warmup"] + 1)
+        twin_warmup_ms = timing.warm_up(prepared.eager, clock, settings["warmup"] + 1)
+        plan = timing.plan_blocks(settings, twin_warmup_ms, warmup_ms)
         for repeat in range(repeats):
-            twin_ms, eager_ms = timing.interleaved(
-                prepared.eager, prepared.call, clock, block=settings["interleave_block"], **loop
-            )
+            twin_ms, eager_ms, _ = timing.interleaved(prepared.eager, prepared.call, clock, plan=plan, **loop)
             row = {"model": exp["model"], "n": len(eager_ms)}
-            for name, block in (("single", 1), ("block", settings["interleave_block"])):
+            for name, block in (("single", 1), ("block", (plan.eager, plan.mode))):
                 ratio = stats.speedup(twin_ms, eager_ms, seed=repeat, block=block)
                 low, high = ratio["ci95"]
                 row.update({f"{name}_covers": low <= 1.0 <= high, f"{name}_width": high - low, "ratio": ratio["value"]})

@@ -68,6 +68,9 @@ FAST_MEASURE = {
     "iterations": 4,
     "min_time_s": 0,
     "interleave_block": 2,
+    "block_warmup": 1,
+    "min_blocks": 2,
+    "steady_state_s": 0.05,
     "bootstrap_resamples": 200,
     "private_cache": False,
     "warm_start": False,  # timed where a test asks for it: each start is another process
@@ -101,8 +104,8 @@ def word_tokenizer(vocab_size: int):
 # Quick settings for real Snakemake runs. They do not measure compile time, so their jobs
 # share the tests' inductor cache.
 WORKFLOW_MEASURE = {
-    "warmup": 1, "iterations": 3, "min_time_s": 0, "interleave_block": 1, "bootstrap_resamples": 200,
-    "private_cache": False, "warm_start": False,
+    "warmup": 1, "iterations": 3, "min_time_s": 0, "interleave_block": 1, "block_warmup": 1, "min_blocks": 2,
+    "steady_state_s": 0.05, "bootstrap_resamples": 200, "private_cache": False, "warm_start": False,
 }  # fmt: skip
 # The paper's numbered sections, as its HTML and its PDF show them.
 PAPER_SECTIONS = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 import pytest
@@ -37,23 +38,47 @@ def test_mode_and_options_merge_the_way_torch_documents():
     assert wrappers.compile_kwargs(settings({"kind": "compile"}))["mode"] == "default"
 
 
-@pytest.mark.slow
-def test_a_defined_freezing_mode_runs_freezes_and_records_its_setting(monkeypatch):
-    from torch._inductor import freezing
+def _compiled_effect(definition: dict, *, as_configuration: bool = True) -> dict:
+    """Compile a fresh conv-bn model under a definition and report what inductor produced for it."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU()).eval()
+    x = torch.randn(1, 3, 16, 16)
+    resolved = settings(definition)
+    with torch.no_grad(), wrappers.configured(resolved) if as_configuration else contextlib.nullcontext():
+        before = wrappers.generated_code()
+        compiled, _ = wrappers.wrap(model, resolved, (x,), device="cpu", dtype="float32", workdir=".")
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        return wrappers.settings_effect(resolved, before)
 
-    frozen_graphs = []
-    freeze = freezing.freeze
-    monkeypatch.setattr(freezing, "freeze", lambda *args, **kwargs: frozen_graphs.append(1) or freeze(*args, **kwargs))
+
+@pytest.mark.slow
+def test_freezing_takes_effect_in_what_inductor_produces():
+    frozen = _compiled_effect(DEFINED["compile-freezing"])
+    assert frozen["configuration"] == {"freezing": True}
+    assert frozen["frozen_constants"] > 0 and frozen["checks"]["freezing"]["took_effect"]
+    assert _compiled_effect({"kind": "compile"})["frozen_constants"] == 0
+    # Passed only as a torch.compile option, freezing never reaches Dynamo: the weights stay graph inputs.
+    option_only = _compiled_effect(DEFINED["compile-freezing"], as_configuration=False)
+    assert option_only["frozen_constants"] == 0 and not option_only["checks"]["freezing"]["took_effect"]
+
+
+@pytest.mark.slow
+def test_a_defined_freezing_mode_records_its_setting_and_its_effect():
     exp = experiment("compile-freezing")
-    exp["measure"]["private_cache"] = True  # a cold compile: no cache hit may skip inductor's freezing pass
+    exp["measure"]["private_cache"] = True  # a cold compile: inductor generates its code in this run
     result = runner.run(exp)
-    assert frozen_graphs, "inductor's freezing pass never ran"
     assert result["status"] == "ok", result["error"]
     assert result["mode_settings"] == {
         "kind": "compile", "backend": "inductor", "mode": "default", "options": {"freezing": True},
         "dynamic": False, "fullgraph": False,
     }  # fmt: skip
+    assert result["settings_effect"]["checks"]["freezing"]["took_effect"], result["settings_effect"]
+    assert not torch._inductor.config.freezing  # the process's configuration is restored after the run
     assert result["correctness"]["passed"] and result["speedup"]["value"] > 0
+    steady = result["steady_state"]
+    assert steady["median_ms"] > 0 and steady["ci95"][0] <= steady["ratio"] <= steady["ci95"][1]
+    assert isinstance(steady["flagged"], bool)
 
 
 @pytest.mark.slow
@@ -131,4 +156,5 @@ def test_an_undefined_mode_name_is_refused_with_its_key():
 def test_settings_the_installed_torch_does_not_know_are_refused_with_the_key(definition, key):
     with pytest.raises(UserError, match=f"`{key}`.*torch {re.escape(torch.__version__)}"):
         wrappers.check("m", settings(definition))
-    assert wrappers.check("m", settings(DEFINED["compile-freezing"]))["inductor_options"] == {"freezing": True}
+    checked = wrappers.check("m", settings(DEFINED["compile-freezing"]))
+    assert checked["inductor_options"] == checked["configuration"] == {"freezing": True}

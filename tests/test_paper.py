@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from helpers import PAPER_SECTIONS, ROOT, TINY_MODELS, tiny_config
-from synthetic import MEASURED_CEILINGS, synthetic_results, synthetic_sweep
+from synthetic import FLAGGED, MEASURED_CEILINGS, synthetic_results, synthetic_sweep
 
 from compilebench import config as configuration
 from compilebench import figures, paper, tables
@@ -200,3 +200,16 @@ def test_the_pay_off_section_states_when_each_compiled_mode_repays_its_compile(p
     row = runs[(runs["hardware"] == "cpu") & (runs["model"] == "resnet") & (runs["mode"] == "compile-default")].iloc[0]
     assert f"pays off after {paper.calls(row['break_even_calls'])} calls cold" in section
     assert paper.calls(float("inf")) == "never" and paper.calls(1234.4) == "1,234"
+
+
+def test_a_flagged_steady_state_is_marked_in_table_1_and_named_in_the_findings(paper_inputs):
+    tabs, figs, envs = paper_inputs
+    runs = pd.read_csv(tabs["runs"]).set_index(["hardware", "model", "mode"])
+    assert runs.loc[FLAGGED, "steady_state_flagged"] == True  # noqa: E712
+    assert runs.loc[FLAGGED, "steady_state_ratio"] == pytest.approx(1.15, rel=0.02)
+    assert runs["steady_state_flagged"].eq(True).sum() == 1
+    html = render(tabs, figs, envs, validated())
+    table = html[html.index('id="results-table"') : html.index("</table>", html.index('id="results-table"'))]
+    assert table.count("‡</span>") == 1 and "Flagged by the steady-state check" in html
+    finding = next(f for f in paper.fidelity_findings(runs.reset_index()) if "flagged" in f)
+    assert finding.startswith("On cpu, resnet in compile-default is flagged: its interleaved median is 1.15×")

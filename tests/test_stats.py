@@ -67,3 +67,22 @@ def test_paired_block_bootstrap_resamples_whole_blocks_of_both_series_together()
     assert s["ci95"][0] < 2.0 < s["ci95"][1]
     # Too few blocks to resample: single samples instead, and the record says so.
     assert stats.speedup(list(eager[:5]), list(mode[:5]), block=5)["interval"] == "bootstrap of single samples"
+
+
+def test_blocks_of_two_lengths_are_resampled_together():
+    rng = np.random.default_rng(1)
+    eager, mode = rng.normal(10, 0.1, 40), rng.normal(5, 0.05, 80)  # ten blocks: 4 eager calls, 8 mode calls each
+    result = stats.speedup(list(eager), list(mode), block=(4, 8))
+    assert result["interval"] == "paired block bootstrap, 10 blocks of 4 and 8"
+    assert result["ci95"][0] < result["value"] < result["ci95"][1]
+
+
+def test_a_result_whose_interleaved_median_left_its_steady_state_is_flagged():
+    rng = np.random.default_rng(2)
+    alone = list(rng.normal(10.0, 0.2, 60))
+    perturbed = stats.steady_state(list(rng.normal(11.0, 0.2, 200)), alone)
+    assert perturbed["flagged"] and perturbed["ratio"] == pytest.approx(1.1, rel=0.02)
+    assert perturbed["ci95"][0] > 1 and perturbed["median_ms"] == pytest.approx(10.0, rel=0.02)
+    # A real but small difference (2%) and a null one are both within tolerance.
+    assert not stats.steady_state(list(rng.normal(10.2, 0.2, 200)), alone)["flagged"]
+    assert not stats.steady_state(list(rng.normal(10.0, 0.2, 200)), alone)["flagged"]

@@ -12,17 +12,34 @@ def test_loop_needs_both_count_and_time():
     assert len(capped) == 50
 
 
-def test_interleaving_alternates_blocks():
+def test_interleaving_alternates_blocks_and_discards_each_blocks_first_calls():
     order = []
     clock = timing.Clock("cpu")
-    eager, mode = timing.interleaved(
+    plan = timing.BlockPlan(eager=2, mode=2, warmup=1, min_blocks=2)
+    eager, mode, blocks = timing.interleaved(
         lambda: order.append("e"),
         lambda: order.append("m"),
         clock,
-        block=2,
+        plan=plan,
         iterations=6,
         min_time_s=0,
         max_iterations=100,
     )
-    assert len(eager) == len(mode) == 6
-    assert "".join(order) == "mmeeeemmmmee"
+    assert len(eager) == len(mode) == 6 and blocks == 3
+    assert "".join(order) == "mmmeeeeeemmmmmmeee"
+
+
+def test_blocks_are_sized_by_time_per_side_and_need_enough_of_them():
+    measure = {"interleave_block": None, "interleave_block_s": 0.2, "block_warmup": 3, "min_blocks": 10}
+    plan = timing.plan_blocks({**measure, "max_iterations": 1000}, eager_ms=[10.0, 11.0, 10.0], mode_ms=[5.0])
+    assert (plan.eager, plan.mode, plan.warmup) == (20, 40, 3)
+    capped = timing.plan_blocks({**measure, "max_iterations": 100}, eager_ms=[0.01], mode_ms=[0.01])
+    assert capped.eager == capped.mode == 10  # ten blocks still fit under max_iterations
+    fixed = timing.plan_blocks({**measure, "interleave_block": 5, "max_iterations": 1000}, [10.0], [5.0])
+    assert (fixed.eager, fixed.mode) == (5, 5)
+    calls = []
+    eager, mode, blocks = timing.interleaved(
+        lambda: calls.append(1), lambda: None, timing.Clock("cpu"),
+        plan=timing.BlockPlan(eager=3, mode=3, warmup=0, min_blocks=4), iterations=1, min_time_s=0, max_iterations=100,
+    )  # fmt: skip
+    assert blocks == 4 and len(mode) == 12  # the count was reached in the first block; the blocks were not

@@ -90,6 +90,25 @@ def settings_findings(effects: pd.DataFrame) -> list[str]:
     return findings
 
 
+def fidelity_findings(runs: pd.DataFrame) -> list[str]:
+    """Every result whose own checks say it may not show the mode as its users run it: interleaving with eager
+    changed the mode's median (the steady-state check), or a setting did not take effect in what inductor made."""
+    findings = []
+    for row in _records(runs[runs["status"] == "ok"]):
+        name = f"On {row['hardware']}, {row['model']} in {row['mode']}"
+        if row.get("steady_state_flagged") is True:
+            findings.append(
+                f"{name} is flagged: its interleaved median is {row['steady_state_ratio']:.2f}× its median timed alone "
+                f"({_interval(row['steady_state_ci95_low'], row['steady_state_ci95_high'])}), so interleaving with "
+                "eager changed what it measured; read its speedup with care."
+            )
+        if row.get("settings_took_effect") is False:
+            findings.append(
+                f"{name}: a setting did not take effect in what inductor produced ({row['settings_effect']})."
+            )
+    return findings
+
+
 def calls(value) -> str:
     """A break-even count in words: `never` for infinity, a rounded whole number otherwise."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -364,7 +383,10 @@ def context(
         "title": config.get("title", "compilebench"),
         "authors": config.get("authors", ""),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
-        "findings": key_findings(runs, speedups) + settings_findings(effects) + scaling_findings(scaling),
+        "findings": key_findings(runs, speedups)
+        + settings_findings(effects)
+        + scaling_findings(scaling)
+        + fidelity_findings(runs),
         "scaling": _records(scaling),
         "comparison": _records(comparison),
         "comparison_findings": comparison_findings(comparison),

@@ -124,7 +124,7 @@ class private_compile_cache:
 def first_call(exp: Experiment, cache_bundle: str | None = None) -> dict:
     """A start of the experiment in this fresh process: build, wrap, and time the first call alone, which reads
     whatever compile caches are there (a warm start), after loading `cache_bundle` when given."""
-    spec, device = exp["spec"], exp["device"]
+    spec, device, settings = exp["spec"], exp["device"], exp["mode_settings"]
     loaded = None
     if cache_bundle:
         with open(cache_bundle, "rb") as handle:
@@ -132,12 +132,15 @@ def first_call(exp: Experiment, cache_bundle: str | None = None) -> dict:
     bundle = build(exp["model"], spec, exp["seed"], device)
     clock = timing.Clock(device)
     workdir = tempfile.TemporaryDirectory(prefix="compilebench-work-")
-    with workdir, torch.no_grad(), wrappers.precision(device, spec["dtype"]):
+    with workdir, torch.no_grad(), wrappers.precision(device, spec["dtype"]), wrappers.configured(settings):
         compile_phases.start()
+        before = wrappers.generated_code()
         prepared = callables(bundle, exp, clock, workdir.name)
         first_ms, _ = clock.time(prepared.call)
+        effect = wrappers.settings_effect(settings, before)
     return {
         "first_call_s": first_ms / 1e3,
+        "settings_effect": effect,
         "compile_phases": compile_phases.read(),
         "cache_hits": compile_phases.cache_hits(),
         "bundle_loaded": loaded is not None if cache_bundle else None,
@@ -154,22 +157,31 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None, cache_bundle:
     health = CompilerHealth()
     health.start()
     workdir = tempfile.TemporaryDirectory(prefix="compilebench-work-")  # an export mode's package
-    with workdir, torch.no_grad(), wrappers.precision(device, spec["dtype"]):
+    mode_settings = exp["mode_settings"]
+    with workdir, torch.no_grad(), wrappers.precision(device, spec["dtype"]), wrappers.configured(mode_settings):
         compile_phases.start()
+        before = wrappers.generated_code()
         prepared = callables(bundle, exp, clock, workdir.name)
         call, eager_call, generator = prepared.call, prepared.eager, prepared.generator
         log.info("first call (compiles for compile modes)")
         first_ms, _ = clock.time(call)
         phases = compile_phases.read()
+        effect = wrappers.settings_effect(mode_settings, before)
         if cache_bundle:
             _save_cache_bundle(cache_bundle)
         log.info("first call took %.2f s; warm-up (%d iterations)", first_ms / 1e3, settings["warmup"])
         warmup_ms = timing.warm_up(call, clock, settings["warmup"])
         loop = {k: settings[k] for k in ("iterations", "min_time_s", "max_iterations")}
         # Eager is timed against a second eager callable in the same blocks: the A/A ratio is its noise floor.
-        timing.warm_up(eager_call, clock, settings["warmup"] + 1)
-        eager_ms, latency_ms = timing.interleaved(eager_call, call, clock, block=settings["interleave_block"], **loop)
+        eager_warmup_ms = timing.warm_up(eager_call, clock, settings["warmup"] + 1)
+        plan = timing.plan_blocks(settings, eager_warmup_ms, warmup_ms or [clock.time(call)[0]])
+        eager_ms, latency_ms, blocks = timing.interleaved(eager_call, call, clock, plan=plan, **loop)
         timed_generations = generator.history[-len(latency_ms) :] if generator else None
+        alone_ms = None
+        if exp["mode"] != "eager":
+            log.info("timing the mode alone for its steady state")
+            steady_loop = {**loop, "min_time_s": settings["steady_state_s"]}
+            alone_ms = timing.alone(call, clock, warmup=plan.warmup, **steady_loop)
         # A copy: a CUDA-graph replay (profiling below) may overwrite the buffer of a previous output.
         output = call().clone() if generator is None else generator.history[-1]
         # Eager in the same precision as the mode: its own error against float64 is the yardstick.
@@ -207,19 +219,20 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None, cache_bundle:
         record["profile"] = profiled
     median_s = record["stats"]["median_ms"] / 1e3
     record["throughput"] = {"samples_per_s": spec["batch_size"] / median_s}
-    interleaved = stats.speedup(
-        eager_ms,
-        latency_ms,
-        resamples=settings["bootstrap_resamples"],
-        seed=exp["seed"],
-        block=settings["interleave_block"],
-    )
+    resampling = {"resamples": settings["bootstrap_resamples"], "seed": exp["seed"]}
+    interleaved = stats.speedup(eager_ms, latency_ms, **resampling, block=(plan.eager, plan.mode))
+    block_s = None if settings.get("interleave_block") else settings["interleave_block_s"]
+    record["interleave"] = plan.record(blocks, block_s)
+    record["settings_effect"] = effect
     if exp["mode"] == "eager":
         ratio = {key: interleaved[key] for key in ("ci95", "n", "interval")}
         record["noise"] = {"ratio": interleaved["value"], **ratio, "twin_latency_ms": eager_ms}
     else:
         record["eager_latency_ms"] = eager_ms
         record["speedup"] = interleaved
+        record["steady_state"] = {**stats.steady_state(latency_ms, alone_ms, **resampling), "latency_ms": alone_ms}
+        if record["steady_state"]["flagged"]:
+            log.warning("interleaving changed the mode's median: %s", record["steady_state"])
     if timed_generations:
         record["generation"] = summarize_tokens(timed_generations, spec["batch_size"])
         record["throughput"]["tokens_per_s"] = record["generation"]["tokens_per_s"]

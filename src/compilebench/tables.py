@@ -27,6 +27,9 @@ MEASURE_COLUMNS = [
     "iterations",
     "min_time_s",
     "interleave_block",
+    "interleave_block_s",
+    "block_warmup",
+    "min_blocks",
     "fullgraph",
     "private_cache",
     "warm_start",
@@ -46,6 +49,10 @@ def _run_row(result: dict, path: str) -> dict:
     speedup_ci = speedup.get("ci95") or [None, None]
     noise = result.get("noise") or {}
     noise_ci = noise.get("ci95") or [None, None]
+    steady = result.get("steady_state") or {}
+    steady_ci = steady.get("ci95") or [None, None]
+    interleave = result.get("interleave") or {}
+    effect_checks = (result.get("settings_effect") or {}).get("checks") or {}
     error = result.get("error") or {}
     environment = result.get("environment") or {}
     ceilings = environment.get("ceilings") or {}
@@ -93,6 +100,14 @@ def _run_row(result: dict, path: str) -> dict:
         "noise_ratio": noise.get("ratio"),
         "noise_ci95_low": noise_ci[0],
         "noise_ci95_high": noise_ci[1],
+        "steady_state_median_ms": steady.get("median_ms"),
+        "steady_state_ratio": steady.get("ratio"),
+        "steady_state_ci95_low": steady_ci[0],
+        "steady_state_ci95_high": steady_ci[1],
+        "steady_state_flagged": steady.get("flagged"),
+        **{f"interleave_{key}": interleave.get(key) for key in ("eager_block", "mode_block", "blocks")},
+        "settings_took_effect": all(c["took_effect"] for c in effect_checks.values()) if effect_checks else None,
+        "settings_effect": "; ".join(f"{name}: {c['evidence']}" for name, c in effect_checks.items()) or None,
         "correct": check.get("passed"),
         "cosine": check.get("cosine"),
         "max_abs_err": check.get("max_abs_err"),
@@ -165,8 +180,7 @@ def break_even_columns(result: dict, eager_first_call_s: float | None) -> dict:
     eager_ms, mode_ms = result.get("eager_latency_ms"), result.get("latency_ms")
     if result["status"] != "ok" or not eager_ms or not mode_ms or eager_first_call_s is None:
         return columns
-    measure = result.get("measure", {})
-    resamples, block = measure.get("bootstrap_resamples", 2000), measure.get("interleave_block", 1)
+    resamples, block = result.get("measure", {}).get("bootstrap_resamples", 2000), interleave_blocks(result)
     for start, compile_s in (("", result.get("compile_s")), ("_warm", result.get("compile_warm_s"))):
         if compile_s is not None:
             value, (low, high) = stats.break_even(
@@ -175,6 +189,15 @@ def break_even_columns(result: dict, eager_first_call_s: float | None) -> dict:
             columns.update({f"break_even_calls{start}": value, f"break_even_calls{start}_ci95_low": low,
                             f"break_even_calls{start}_ci95_high": high})  # fmt: skip
     return columns
+
+
+def interleave_blocks(result: dict) -> tuple[int, int]:
+    """The calls per interleaved block of eager and of the mode, as the job timed them."""
+    interleave = result.get("interleave")
+    if interleave:
+        return interleave["eager_block"], interleave["mode_block"]
+    block = result.get("measure", {}).get("interleave_block") or 1  # results from before blocks were sized by time
+    return block, block
 
 
 def latency_samples(paths: list[str | Path]) -> pd.DataFrame:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+import math
+import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -72,25 +75,70 @@ def warm_up(fn: Callable[[], Any], clock: Clock, count: int) -> list[float]:
     return [clock.time(fn)[0] for _ in range(count)]
 
 
+@dataclass(frozen=True)
+class BlockPlan:
+    """How eager and the mode alternate: the calls kept in each side's blocks, the calls each block discards
+    first (its own warm-up: the first calls after a switch run slower, their allocations still settling), and the
+    fewest blocks per side for the block bootstrap."""
+
+    eager: int
+    mode: int
+    warmup: int
+    min_blocks: int
+
+    def record(self, blocks: int, block_s: float | None) -> dict:
+        return {
+            "eager_block": self.eager,
+            "mode_block": self.mode,
+            "block_warmup": self.warmup,
+            "blocks": blocks,
+            "block_s": block_s,
+        }
+
+
+def plan_blocks(measure: dict, eager_ms: list[float], mode_ms: list[float]) -> BlockPlan:
+    """Blocks of `interleave_block` calls where the config fixes them; else each side's block sized once, from its
+    warm-up calls, to last about `interleave_block_s`, long enough to reach steady state after each switch. Capped
+    so that `min_blocks` blocks fit in `max_iterations`."""
+    cap = max(1, measure["max_iterations"] // measure["min_blocks"])
+
+    def length(samples: list[float]) -> int:
+        if measure.get("interleave_block"):
+            return measure["interleave_block"]
+        return int(min(cap, max(1, math.ceil(measure["interleave_block_s"] * 1e3 / statistics.median(samples)))))
+
+    return BlockPlan(length(eager_ms), length(mode_ms), measure["block_warmup"], measure["min_blocks"])
+
+
 def interleaved(
     eager: Callable[[], Any],
     mode: Callable[[], Any],
     clock: Clock,
     *,
-    block: int,
+    plan: BlockPlan,
     iterations: int,
     min_time_s: float,
     max_iterations: int,
-) -> tuple[list[float], list[float]]:
-    """Time eager and the mode in alternating blocks (ABBA order), so drift hits both alike."""
+) -> tuple[list[float], list[float], int]:
+    """Time eager and the mode in alternating blocks (ABBA order), so drift hits both alike; each block's first
+    `plan.warmup` calls are not kept. Returns both sides' kept samples and the number of blocks per side."""
     eager_samples: list[float] = []
     mode_samples: list[float] = []
-    pair = 0
+    blocks = 0
     progress = Progress(iterations, min_time_s, " (interleaved with eager)")
-    while not enough(mode_samples, iterations, min_time_s, max_iterations):
-        order = [(mode, mode_samples), (eager, eager_samples)]
-        for fn, samples in order if pair % 2 == 0 else reversed(order):
-            samples.extend(clock.time(fn)[0] for _ in range(block))
-        pair += 1
+    while len(mode_samples) < max_iterations and not (
+        enough(mode_samples, iterations, min_time_s, max_iterations) and blocks >= plan.min_blocks
+    ):
+        order = [(mode, mode_samples, plan.mode), (eager, eager_samples, plan.eager)]
+        for fn, samples, kept in order if blocks % 2 == 0 else reversed(order):
+            times = [clock.time(fn)[0] for _ in range(plan.warmup + kept)]
+            samples.extend(times[plan.warmup :])
+        blocks += 1
         progress.tick(len(mode_samples))
-    return eager_samples, mode_samples
+    return eager_samples, mode_samples, blocks
+
+
+def alone(fn: Callable[[], Any], clock: Clock, *, warmup: int, **loop) -> list[float]:
+    """The mode timed on its own after its interleaved phase: the steady state each result checks itself against."""
+    warm_up(fn, clock, warmup)
+    return timed_loop(fn, clock, **loop)

@@ -34,6 +34,53 @@ def inductor_options(settings: dict) -> dict[str, Any]:
     return {**torch._inductor.list_mode_options(settings["mode"], settings["dynamic"]), **settings["options"]}
 
 
+def inductor_configuration(settings: dict) -> dict[str, Any]:
+    """The inductor settings a mode needs to hold as configuration for its whole measuring process."""
+    if settings["kind"] == "compile" and settings["backend"] == "inductor":
+        return inductor_options(settings)
+    if settings["kind"] == "export":
+        return dict(settings["options"])
+    return {}
+
+
+@contextlib.contextmanager
+def configured(settings: dict):
+    """Inductor configured as the mode says, for every compile, recompile and call inside.
+
+    Passing options to torch.compile is not enough: Dynamo decides while it traces, before the backend applies
+    them, whether parameters become graph constants (`freezing`), so they must hold as configuration too.
+    """
+    with torch._inductor.config.patch(inductor_configuration(settings)):
+        yield
+
+
+def generated_code() -> set[str]:
+    """The files of the Python modules inductor has generated and loaded in this process so far."""
+    from torch._inductor.codecache import PyCodeCache
+
+    modules = getattr(PyCodeCache, "modules", [])
+    return {path for module in modules if (path := getattr(module, "__file__", None))}
+
+
+def settings_effect(settings: dict, before: set[str]) -> dict:
+    """What the mode's settings did, read from what inductor produced since `before` (`generated_code()`), not
+    from a hook having run: the configuration read back, and whether freezing folded the weights into constants."""
+    wanted = inductor_configuration(settings)
+    current = torch._inductor.config.get_config_copy()
+    effect: dict[str, Any] = {"configuration": {k: current.get(k) for k in wanted}, "checks": {}}
+    if settings["kind"] != "compile" or settings["backend"] != "inductor":
+        return effect
+    sources = [Path(path).read_text(errors="replace") for path in sorted(generated_code() - before)]
+    frozen = sum(source.count("_frozen_param") for source in sources)
+    effect.update(generated_modules=len(sources), frozen_constants=frozen)
+    if wanted.get("freezing"):
+        effect["checks"]["freezing"] = {
+            "took_effect": frozen > 0,
+            "evidence": f"{frozen} references to frozen constants in {len(sources)} generated module(s)",
+        }
+    return effect
+
+
 def compile_kwargs(settings: dict) -> dict[str, Any]:
     kwargs = {"backend": settings["backend"], "dynamic": settings["dynamic"], "fullgraph": settings["fullgraph"]}
     if settings["options"] and settings["backend"] == "inductor":
@@ -150,6 +197,9 @@ def check(name: str, settings: dict) -> dict:
     record = {"mode": name, "settings": settings, "torch": torch.__version__}
     if kind == "compile" and settings["backend"] == "inductor":
         record["inductor_options"] = inductor_options(settings)
+    with configured(settings):
+        current = torch._inductor.config.get_config_copy()
+        record["configuration"] = {k: current[k] for k in inductor_configuration(settings)}
     return record
 
 

@@ -1,0 +1,180 @@
+"""Does compilebench measure a mode as its users run it? Its figures beside a plain measurement.
+
+For each experiment, compilebench's benchmark job (a fresh process, as the pipeline runs it)
+and a plain measurement written as a practitioner writes one, in its own fresh process: the
+same model, shape, threads and seed; eager timed alone for a long run, then the mode alone;
+inductor settings set as `torch._inductor.config` before `torch.compile(model, mode=...,
+dynamic=...)` with the mode's own `dynamic` (compilebench compiles with `dynamic: false`, a bare
+torch.compile with automatic dynamic); TorchScript as trace or script, freeze,
+optimize_for_inference; export as torch.export and an AOTInductor package. Neither side
+shares code with the other beyond building the model. Each side's figure is the median over
+`--processes` fresh processes (3). Prints, per experiment, the mode's median and speedup on
+both sides and their ratios, then the worst ratio. Target: every ratio within 0.93-1.07.
+
+    python benchmarks/fidelity.py [--config config/config.yaml] [--only resnet18 vit-tiny.bs1] [--processes 3]
+
+By default: the default config's resnet18 in every mode but eager, and vit-tiny's sweep
+points. Image models only (one call per sample); about 30 minutes on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from compilebench import config as configuration  # noqa: E402
+from compilebench.jobs import apply_hardware, benchmark_job  # noqa: E402
+from compilebench.results import read_json  # noqa: E402
+
+DEFAULT_MODELS = ("resnet18", "vit-tiny")
+PLAIN_SECONDS = 3.0  # each side of a plain measurement runs at least this long, and 100 calls
+
+
+def plain_measurement(exp: dict) -> dict:
+    """Eager alone, then the mode alone, in this process, as a 20-line script would time them."""
+    apply_hardware(exp["hardware_env"], exp["threads"])
+    import torch
+
+    from compilebench.models import build
+
+    settings = exp["mode_settings"]
+    for option, value in _inductor_options(settings, torch).items():
+        *parents, leaf = option.split(".")
+        target = torch._inductor.config
+        for parent in parents:
+            target = getattr(target, parent)
+        setattr(target, leaf, value)
+    bundle = build(exp["model"], exp["spec"], exp["seed"], exp["device"])
+    model, inputs = bundle.module, bundle.inputs
+    with torch.no_grad():
+        eager_ms = _median_ms(lambda: model(*inputs), exp["measure"]["warmup"])
+        if settings["kind"] == "compile":
+            compiled = torch.compile(
+                model, backend=settings["backend"], mode=settings["mode"], dynamic=settings["dynamic"]
+            )
+        elif settings["kind"] == "jit":
+            traced = torch.jit.script(model) if settings["method"] == "script" else torch.jit.trace(model, inputs)
+            traced = torch.jit.freeze(traced.eval()) if settings["freeze"] else traced
+            compiled = torch.jit.optimize_for_inference(traced) if settings["optimize_for_inference"] else traced
+        else:
+            exported = torch.export.export(model, inputs, strict=settings["strict"])
+            with tempfile.TemporaryDirectory() as folder:
+                package = torch._inductor.aoti_compile_and_package(exported, package_path=f"{folder}/model.pt2")
+                compiled = torch._inductor.aoti_load_package(package)
+        compiled(*inputs)
+        mode_ms = _median_ms(lambda: compiled(*inputs), exp["measure"]["warmup"])
+    return {"eager_ms": eager_ms, "mode_ms": mode_ms, "threads": torch.get_num_threads()}
+
+
+def _inductor_options(settings: dict, torch) -> dict:
+    if settings["kind"] == "export" or (settings["kind"] == "compile" and settings["backend"] == "inductor"):
+        return dict(settings["options"])
+    return {}
+
+
+def _median_ms(fn, warmup: int) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    begin = time.perf_counter()
+    while len(times) < 100 or time.perf_counter() - begin < PLAIN_SECONDS:
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def compilebench_measurement(exp: dict, folder: Path) -> dict:
+    """One benchmark job of the experiment, as the pipeline runs it (a fresh measuring process)."""
+    out = folder / f"{exp['model']}-{exp['mode']}.json"
+    result = benchmark_job(exp, out)
+    if result["status"] != "ok":
+        raise RuntimeError(f"{exp['model']}/{exp['mode']}: {result['status']}: {result['error']}")
+    steady = result["steady_state"]
+    return {
+        "eager_ms": result["speedup"]["eager_median_ms"],
+        "mode_ms": result["stats"]["median_ms"],
+        "speedup": result["speedup"]["value"],
+        "flagged": steady["flagged"],
+        "steady_ratio": steady["ratio"],
+    }
+
+
+def in_fresh_process(exp: dict) -> dict:
+    done = subprocess.run(
+        [sys.executable, __file__, "--plain"], input=json.dumps(exp), capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the plain measurement of {exp['model']}/{exp['mode']} failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def selected(config: dict, hardware: str, only: list[str] | None) -> list[dict]:
+    names = only or [m for m in config["models"] if m.split(".")[0] in DEFAULT_MODELS]
+    experiments = []
+    for model in names:
+        for mode in configuration.model_modes(config, model):
+            exp = configuration.experiment(config, model, mode, hardware)
+            if mode == "eager" or exp["spec"].get("task") == "text-generation":
+                continue
+            exp["measure"].update(warm_start=False, bundle_start=False)
+            experiments.append(exp)
+    return experiments
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", type=Path, default=ROOT / "config" / "config.yaml")
+    parser.add_argument("--hardware", default="cpu")
+    parser.add_argument("--only", nargs="+", help="models (or sweep points) to check")
+    parser.add_argument("--processes", type=int, default=3)
+    parser.add_argument("--plain", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.plain:
+        print(json.dumps(plain_measurement(json.load(sys.stdin))))
+        return
+    config = configuration.load(args.config)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="compilebench-fidelity-") as tmp:
+        for exp in selected(config, args.hardware, args.only):
+            ours, plain = [], []
+            for _ in range(args.processes):  # alternated, so that drift hits both sides alike
+                ours.append(compilebench_measurement(exp, Path(tmp)))
+                plain.append(in_fresh_process(exp))
+            row = {
+                "experiment": f"{exp['model']}/{exp['mode']}",
+                "ours_ms": statistics.median(r["mode_ms"] for r in ours),
+                "plain_ms": statistics.median(r["mode_ms"] for r in plain),
+                "ours_speedup": statistics.median(r["speedup"] for r in ours),
+                "plain_speedup": statistics.median(r["eager_ms"] / r["mode_ms"] for r in plain),
+                "flagged": sum(r["flagged"] for r in ours),
+                "steady": statistics.median(r["steady_ratio"] for r in ours),
+            }
+            row["median_ratio"] = row["ours_ms"] / row["plain_ms"]
+            row["speedup_ratio"] = row["ours_speedup"] / row["plain_speedup"]
+            rows.append(row)
+            print(
+                f"{row['experiment']:34} median {row['ours_ms']:7.2f} vs {row['plain_ms']:7.2f} ms "
+                f"(ratio {row['median_ratio']:.3f}); speedup {row['ours_speedup']:.2f} vs {row['plain_speedup']:.2f} "
+                f"(ratio {row['speedup_ratio']:.3f}); steady-state {row['steady']:.3f}, flagged in "
+                f"{row['flagged']} of {args.processes}",
+                flush=True,
+            )
+    ratios = [(r["experiment"], k, r[k]) for r in rows for k in ("median_ratio", "speedup_ratio")]
+    name, kind, worst = max(ratios, key=lambda item: abs(math.log(item[2])))
+    inside = sum(0.93 <= value <= 1.07 for _, _, value in ratios)
+    print(f"worst ratio: {worst:.3f} ({name}, {kind}); {inside} of {len(ratios)} within 0.93-1.07", flush=True)
+
+
+if __name__ == "__main__":
+    main()
