@@ -29,12 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+from compilebench import config as configuration
+from compilebench.jobs import apply_hardware, benchmark_job
 
-from compilebench import config as configuration  # noqa: E402
-from compilebench.jobs import apply_hardware, benchmark_job  # noqa: E402
-from compilebench.results import read_json  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DEFAULT_MODELS = ("resnet18", "vit-tiny")
 PLAIN_SECONDS = 3.0  # each side of a plain measurement runs at least this long, and 100 calls
@@ -48,7 +46,7 @@ def plain_measurement(exp: dict) -> dict:
     from compilebench.models import build
 
     settings = exp["mode_settings"]
-    for option, value in _inductor_options(settings, torch).items():
+    for option, value in _inductor_options(settings).items():
         *parents, leaf = option.split(".")
         target = torch._inductor.config
         for parent in parents:
@@ -76,7 +74,7 @@ def plain_measurement(exp: dict) -> dict:
     return {"eager_ms": eager_ms, "mode_ms": mode_ms, "threads": torch.get_num_threads()}
 
 
-def _inductor_options(settings: dict, torch) -> dict:
+def _inductor_options(settings: dict) -> dict:
     if settings["kind"] == "export" or (settings["kind"] == "compile" and settings["backend"] == "inductor"):
         return dict(settings["options"])
     return {}
