@@ -11,7 +11,7 @@ shares code with the other beyond building the model. Each side's figure is the 
 `--processes` fresh processes (3). Prints, per experiment, the mode's median and speedup on
 both sides and their ratios, then the worst ratio. Target: every ratio within 0.93-1.07.
 
-    python benchmarks/fidelity.py [--config config/config.yaml] [--only resnet18 vit-tiny.bs1] [--processes 3]
+    python benchmarks/fidelity.py [--config config/config.yaml] [--only resnet18] [--modes jit] [--processes 3]
 
 By default: the default config's resnet18 in every mode but eager, and vit-tiny's sweep
 points. Image models only (one call per sample); about 30 minutes on two cores.
@@ -117,11 +117,11 @@ def in_fresh_process(exp: dict) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def selected(config: dict, hardware: str, only: list[str] | None) -> list[dict]:
+def selected(config: dict, hardware: str, only: list[str] | None, modes: list[str] | None) -> list[dict]:
     names = only or [m for m in config["models"] if m.split(".")[0] in DEFAULT_MODELS]
     experiments = []
     for model in names:
-        for mode in configuration.model_modes(config, model):
+        for mode in modes or configuration.model_modes(config, model):
             exp = configuration.experiment(config, model, mode, hardware)
             if mode == "eager" or exp["spec"].get("task") == "text-generation":
                 continue
@@ -135,6 +135,7 @@ def main() -> None:
     parser.add_argument("--config", type=Path, default=ROOT / "config" / "config.yaml")
     parser.add_argument("--hardware", default="cpu")
     parser.add_argument("--only", nargs="+", help="models (or sweep points) to check")
+    parser.add_argument("--modes", nargs="+", help="modes to check (default: every mode of each model but eager)")
     parser.add_argument("--processes", type=int, default=3)
     parser.add_argument("--plain", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -144,7 +145,7 @@ def main() -> None:
     config = configuration.load(args.config)
     rows = []
     with tempfile.TemporaryDirectory(prefix="compilebench-fidelity-") as tmp:
-        for exp in selected(config, args.hardware, args.only):
+        for exp in selected(config, args.hardware, args.only, args.modes):
             ours, plain = [], []
             for _ in range(args.processes):  # alternated, so that drift hits both sides alike
                 ours.append(compilebench_measurement(exp, Path(tmp)))

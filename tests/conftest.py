@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import ASSETS_MIRROR, TINY_MODELS, copy_project, planned_outputs, snakemake, tiny_workflow_config
 
 # Tests that do not measure compile time share one inductor cache, to keep CI quick.
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path.home() / ".cache" / "compilebench-tests-inductor"))
@@ -22,3 +23,22 @@ def config_file(tmp_path):
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def finished(tmp_path_factory):
+    """The one finished tiny run most end-to-end tests assert on: every stage to the paper, a defined mode, a
+    sweep, warm starts, an unsupported mode, and one model whose reference cannot be computed. Tests that change
+    it leave it whole again."""
+    import torch
+
+    config = tiny_workflow_config(ASSETS_MIRROR)
+    wrong = tmp_path_factory.mktemp("weights") / "other_architecture.pt"
+    torch.save({"layer.weight": torch.zeros(2, 2)}, wrong)  # a real checkpoint, but not of a resnet18
+    config["models"]["broken"] = {**TINY_MODELS["resnet"], "weights": str(wrong), "modes": ["eager", "compile-default"]}
+    config["models"]["resnet"]["measure"] = {"warm_start": True}  # one model's compiles start again, warm
+    project = copy_project(tmp_path_factory.mktemp("project"), config)
+    runs = {o for o in planned_outputs(project) if o.startswith("results/runs/")}
+    done = snakemake(project)
+    assert "compilebench: 10 ok, 2 failed, 0 timeout, 1 unsupported" in done.stderr  # failures are data
+    return project, config, runs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -12,7 +13,6 @@ from html import unescape
 import pandas as pd
 import psutil
 import pytest
-import torch
 import yaml
 from helpers import (
     ASSETS_MIRROR,
@@ -32,21 +32,6 @@ from compilebench import layout
 from compilebench.assets import sha256_of
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    """One real end-to-end run of a tiny config, with one model whose reference cannot be computed."""
-    config = tiny_workflow_config(ASSETS_MIRROR)
-    wrong = tmp_path_factory.mktemp("weights") / "other_architecture.pt"
-    torch.save({"layer.weight": torch.zeros(2, 2)}, wrong)  # a real checkpoint, but not of a resnet18
-    config["models"]["broken"] = {**TINY_MODELS["resnet"], "weights": str(wrong), "modes": ["eager", "compile-default"]}
-    config["models"]["resnet"]["measure"] = {"warm_start": True}  # one model's compiles start again, warm
-    project = copy_project(tmp_path_factory.mktemp("project"), config)
-    runs = {o for o in planned_outputs(project) if o.startswith("results/runs/")}
-    done = snakemake(project)
-    assert "compilebench: 10 ok, 2 failed, 0 timeout, 1 unsupported" in done.stderr  # failures are data
-    return project, config, runs
 
 
 def test_a_model_that_cannot_be_built_fails_its_own_experiments_and_the_study_goes_on(finished):
@@ -447,53 +432,54 @@ def test_broken_yaml_names_the_file_and_the_line(tmp_path):
     assert "config/config.yaml is not valid YAML at line 3" in output, output[-2000:]
 
 
-def test_killed_snakemake_takes_its_jobs_with_it_and_the_run_resumes(tmp_path):
-    import json
+def test_killed_snakemake_takes_its_jobs_with_it_and_the_run_resumes(finished):
+    """It redoes one experiment of the shared run, kills snakemake while that job measures, and resumes it."""
     import os
     import signal
     import time
 
-    config = tiny_workflow_config(ASSETS_MIRROR)
-    config["measure"]["private_cache"] = True  # cold compiles: the kill lands during a first call
-    config["modes"] = ["eager", "compile-default"]
-    config["models"] = {"resnet": TINY_MODELS["resnet"]}
-    project = copy_project(tmp_path, config)
+    project, _, _ = finished
+    runs = project / "results" / "runs" / "cpu"
+    target = runs / "resnet" / "compile-default.json"
+    untouched = {p: p.stat().st_mtime_ns for p in runs.glob("*/*.json") if p != target}
     run = subprocess.Popen(
-        [sys.executable, "-m", "snakemake", "--cores", "4"],
+        [sys.executable, "-m", "snakemake", "--cores", "4", "--forcerun", str(target.relative_to(project))],
         cwd=project,
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    runs = project / "results" / "runs" / "cpu" / "resnet"
-    deadline = time.monotonic() + 600
-    while (
-        time.monotonic() < deadline
-        and run.poll() is None
-        and not (
-            len(list(runs.glob("*.json"))) >= 1
-            and len(list((project / "logs" / "benchmark" / "cpu" / "resnet").glob("*.log"))) >= 2
-        )
-    ):
-        time.sleep(0.5)
-    time.sleep(2)  # the second benchmark is under way
+    deadline, measuring = time.monotonic() + 600, []
+    while time.monotonic() < deadline and run.poll() is None and not measuring:
+        time.sleep(0.2)
+        with contextlib.suppress(psutil.Error):
+            measuring = [
+                p for p in psutil.Process(run.pid).children(recursive=True) if "compilebench.jobs" in _cmdline(p)
+            ]
+    assert measuring, "the benchmark job never started its measuring process"
+    time.sleep(1)  # the measuring child is importing torch or compiling
     started = psutil.Process(run.pid).children(recursive=True)  # its job, the measuring child, compile workers
-    assert any("compilebench.jobs" in " ".join(p.cmdline()) for p in started)
     os.kill(run.pid, signal.SIGKILL)  # snakemake alone: what it started must not outlive it
     run.wait()
     gone, alive = psutil.wait_procs(started, timeout=15)
     alive += [p for p in psutil.process_iter() if _cwd(p) and _cwd(p).startswith(str(project))]
-    assert alive == [], [" ".join(p.cmdline()) for p in alive]
-    finished = {p.name: p.stat().st_mtime_ns for p in runs.glob("*.json")}
-    assert len(finished) == 1
-    for path in runs.glob("*.json"):
-        json.loads(path.read_text())  # nothing half-written
-    assert not list(runs.glob(".*.tmp"))
+    assert alive == [], [_cmdline(p) for p in alive]
+    assert not target.exists() and not list(runs.glob("*/.*.tmp"))  # nothing half-written
+    for path in untouched:
+        json.loads(path.read_text())
     snakemake(project, "--unlock")
     snakemake(project, "--rerun-incomplete")
-    assert {p.name for p in runs.glob("*.json")} == {"eager.json", "compile-default.json"}
-    assert all(runs.joinpath(name).stat().st_mtime_ns == mtime for name, mtime in finished.items())
+    assert json.loads(target.read_text())["status"] == "ok"
+    assert all(path.stat().st_mtime_ns == mtime for path, mtime in untouched.items())
     assert (project / "results" / "report" / "paper.pdf").is_file()
+    assert planned_outputs(project) == set()
+
+
+def _cmdline(process) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except psutil.Error:
+        return ""
 
 
 def _cwd(process) -> str | None:

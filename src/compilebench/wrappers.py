@@ -35,10 +35,11 @@ def inductor_options(settings: dict) -> dict[str, Any]:
 
 
 def inductor_configuration(settings: dict) -> dict[str, Any]:
-    """The inductor settings a mode needs to hold as configuration for its whole measuring process."""
-    if settings["kind"] == "compile" and settings["backend"] == "inductor":
-        return inductor_options(settings)
-    if settings["kind"] == "export":
+    """The inductor settings that hold as configuration for the mode's whole measuring process: a definition's own
+    options, as a practitioner sets them in `torch._inductor.config`. A torch.compile mode's presets are left to
+    torch.compile, as `torch.compile(model, mode=...)` applies them (on a CPU, `triton.cudagraphs` set globally
+    makes reduce-overhead run at default's speed, which a user of that mode does not get)."""
+    if settings["kind"] == "export" or (settings["kind"] == "compile" and settings["backend"] == "inductor"):
         return dict(settings["options"])
     return {}
 
