@@ -58,6 +58,9 @@ include: "rules/aggregate.smk"
 include: "rules/report.smk"
 
 
+# Every result too: one that is deleted, or lost to a killed job, is redone, not passed over
+# as an intermediate file while the tables made from it still stand.
 rule all:
     input:
         get_final_output(),
+        get_run_results,

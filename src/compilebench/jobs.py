@@ -230,6 +230,11 @@ def _warm_starts(exp: Experiment, python: str, caches: dict, bundle: Path, scrat
         starts["notes"].append("no start from the cache bundle: measure.bundle_start is false")
     elif bundle.is_file():
         plans.append(("bundle", _cache_env(scratch / "bundle-caches"), str(bundle)))
+    elif exp["mode_settings"].get("options", {}).get("freezing"):
+        starts["notes"].append(
+            "no cache bundle: inductor does not cache a graph with frozen constants, so torch saved nothing to "
+            "bundle, and the warm start compiles that graph again"
+        )
     else:
         starts["notes"].append(
             "no cache bundle: this torch has no torch.compiler.save_cache_artifacts, or it saved nothing"
