@@ -80,6 +80,15 @@ def test_load_reports_missing_and_malformed_files(tmp_path):
         configuration.load(bad)
 
 
+def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path):
+    path = tmp_path / "twice.yaml"
+    path.write_text("modes: [eager]\nmeasure:\n  warmup: 3\n  iterations: 5\n  warmup: 10\n")
+    with pytest.raises(
+        ConfigError, match=r"twice.yaml is not valid YAML at line 5.*`warmup` is given twice, at lines 3 and 5"
+    ):
+        configuration.read_yaml(path)
+
+
 def test_shipped_default_config_is_valid():
     config = configuration.load(configuration.SCHEMA_PATH.parents[3] / "config" / "config.yaml")
     assert set(config["models"]) == {"resnet18", "vit-tiny.bs1", "vit-tiny.bs8", "llama-tiny"}

@@ -151,6 +151,14 @@ def test_an_undefined_mode_name_is_refused_with_its_key():
             {"kind": "export", "export": {"options": {"no_such_knob": 1}}},
             "mode_definitions.m.export.options.no_such_knob",
         ),
+        (
+            {"kind": "compile", "compile": {"options": {"freezing": "yes"}}},
+            "mode_definitions.m.compile.options.freezing",
+        ),
+        (
+            {"kind": "compile", "compile": {"options": {"max_autotune_gemm_backends": 3}}},
+            "mode_definitions.m.compile.options.max_autotune_gemm_backends",
+        ),
     ],
 )
 def test_settings_the_installed_torch_does_not_know_are_refused_with_the_key(definition, key):

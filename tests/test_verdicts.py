@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from synthetic import synthetic_results
 
-from compilebench import verdicts
+from compilebench import cli, verdicts
 
 
 def compilebench(*args) -> subprocess.CompletedProcess:
@@ -127,3 +127,17 @@ def test_only_the_experiments_that_regressed_are_counted_and_fail_the_gate(tmp_p
     assert "1 experiment regressed" in done.stdout
     clean = scaled_copy(tmp_path / "base", tmp_path / "clean", 1.0)
     assert compilebench("compare", tmp_path / "base", clean, "--fail-on-regression").returncode == 0
+
+
+@pytest.mark.parametrize("bad", [float("nan"), 0.0, -4.0, "fast", None])
+def test_compare_refuses_latencies_that_are_not_positive_numbers_naming_the_file(tmp_path, capsys, bad):
+    synthetic_results(tmp_path / "base" / "results")
+    new = scaled_copy(tmp_path / "base", tmp_path / "new", 1.0)
+    doctored = new / "results" / "runs" / "cpu" / "resnet" / "compile-default.json"
+    result = json.loads(doctored.read_text())
+    result["latency_ms"][3] = bad
+    doctored.write_text(json.dumps(result))
+    assert cli.main(["compare", str(tmp_path / "base"), str(new), "--fail-on-regression"]) == 2
+    error = capsys.readouterr().err
+    assert str(doctored) in error and "Traceback" not in error
+    assert "expected finite numbers of milliseconds above 0" in error or "cannot be read" in error

@@ -299,11 +299,28 @@ def _check_context(key: str, model: dict) -> None:
         )
 
 
+class _UniqueKeys(yaml.SafeLoader):
+    """YAML that refuses a key given twice in one mapping, where plain YAML keeps the later value silently."""
+
+    def construct_mapping(self, node, deep=False):
+        lines: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in lines and key != "<<":
+                raise yaml.constructor.ConstructorError(
+                    problem=f"key `{key}` is given twice, at lines {lines[key]} and {key_node.start_mark.line + 1}: "
+                    "expected each key once (YAML would keep the later value and drop the other silently)",
+                    problem_mark=key_node.start_mark,
+                )
+            lines[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+
 def read_yaml(path: str | Path) -> dict:
     """A config file's mapping, or one paragraph naming the file and the line where its YAML breaks."""
     path = Path(path)
     try:
-        config = yaml.safe_load(path.read_text()) or {}
+        config = yaml.load(path.read_text(), Loader=_UniqueKeys) or {}
     except FileNotFoundError:
         raise ConfigError(f"Config file {path} does not exist.") from None
     except yaml.YAMLError as exc:

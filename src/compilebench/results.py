@@ -92,6 +92,8 @@ def read_result(path: str | Path, expected: dict[str, str] | None = None) -> Res
     missing = sorted(REQUIRED_KEYS - set(record)) if isinstance(record, dict) else ["(not a JSON object)"]
     if missing:
         raise BadResult(f"{path} lacks {', '.join(missing)}, which every result has")
+    if record["status"] == "ok" and (problem := _samples_problem(record)):
+        raise BadResult(f"{path} {problem}")
     differs = [key for key, value in (expected or {}).items() if record[key] != value]
     if differs:
         found = "/".join(str(record[k]) for k in ("hardware", "model", "mode"))
@@ -100,6 +102,30 @@ def read_result(path: str | Path, expected: dict[str, str] | None = None) -> Res
             f"{', '.join(differs)} differ{'s' if len(differs) == 1 else ''} from what the config asks)"
         )
     return record
+
+
+TIMED_SAMPLES = ("latency_ms", "eager_latency_ms")
+
+
+def _samples_problem(record: dict) -> str | None:
+    """Why an `ok` result's timed samples cannot be compared (each must be a finite number above zero), or None."""
+    if not record.get("latency_ms"):
+        return "is `ok` but holds no timed samples (`latency_ms`)"
+    for key in TIMED_SAMPLES:
+        samples = record.get(key)
+        if samples is None:
+            continue
+        if not isinstance(samples, list):
+            return f"holds `{key}` of type {type(samples).__name__}: expected a list of milliseconds"
+        bad = [x for x in samples if not _positive_number(x)]
+        if bad or not samples:
+            found = f"{bad[0]!r} among its samples" if bad else "no samples"
+            return f"holds `{key}` with {found}: expected finite numbers of milliseconds above 0"
+    return None
+
+
+def _positive_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
 def read_results(

@@ -240,7 +240,7 @@ def describe(table: pd.DataFrame, only_base: list, only_new: list) -> str:
             lines[-1] += f"  REGRESSION ({row['regression']})"
     for row in table[table["scope"] == "geomean"].to_dict("records"):
         lines.append(
-            f"geometric mean, {row['mode']} on {row['hardware']} ({row['experiments']} experiments): "
+            f"geometric mean, {row['mode']} on {row['hardware']} ({int(row['experiments'])} experiments): "
             f"{row['ratio']:.3f}× (95% CI {row['ratio_ci95_low']:.3f}–{row['ratio_ci95_high']:.3f}): {row['verdict']}"
         )
     for side, keys in (("BASE", only_base), ("NEW", only_new)):

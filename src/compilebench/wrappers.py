@@ -195,6 +195,13 @@ def check(name: str, settings: dict) -> dict:
                     f"Config key `{key}.options.{option}` is not an inductor setting that torch {torch.__version__} "
                     f"knows{hint}: expected a name from torch._inductor.config, such as freezing or cpp_wrapper."
                 )
+            value, default = settings["options"][option], known[option]
+            if not _same_kind(value, default):
+                raise UserError(
+                    f"Config key `{key}.options.{option}` is {value!r}, but inductor's `{option}` in torch "
+                    f"{torch.__version__} takes a {type(default).__name__} (its default is {default!r}): expected a "
+                    f"{type(default).__name__}, such as {default!r}."
+                )
     record = {"mode": name, "settings": settings, "torch": torch.__version__}
     if kind == "compile" and settings["backend"] == "inductor":
         record["inductor_options"] = inductor_options(settings)
@@ -202,6 +209,19 @@ def check(name: str, settings: dict) -> dict:
         current = torch._inductor.config.get_config_copy()
         record["configuration"] = {k: current[k] for k in inductor_configuration(settings)}
     return record
+
+
+def _same_kind(value: Any, default: Any) -> bool:
+    """Whether `value` has the type of an inductor setting whose default is `default` (inductor does not check)."""
+    if default is None:
+        return True
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, (int, float)):
+        return isinstance(value, (int, float)) and (isinstance(default, float) or isinstance(value, int))
+    if isinstance(default, (list, tuple)):
+        return isinstance(value, (list, tuple))
+    return isinstance(value, type(default)) if isinstance(default, (str, dict)) else True
 
 
 def _first_line(exc: BaseException) -> str:
