@@ -195,6 +195,15 @@ BAD_VALUES = {
         lambda c, t: c.update(report={"baseline_hardware": "graviton9"}),
         "report.baseline_hardware",
     ),
+    # YAML reads 2.0 as a float, and JSON Schema alone would take it for an integer.
+    "float swept batch size": (
+        lambda c, t: c["models"]["resnet"].update(sweep={"batch_size": [2.0]}),
+        "models.resnet.sweep.batch_size.0",
+    ),
+    "float image size": (lambda c, t: c["models"]["resnet"].update(image_size=32.0), "models.resnet.image_size"),
+    "float batch size": (lambda c, t: c["models"]["vit"].update(batch_size=2.0), "models.vit.batch_size"),
+    "float threads": (lambda c, t: c["hardware"]["cpu"].update(threads=2.0), "hardware.cpu.threads"),
+    "seed beyond what torch takes": (lambda c, t: c.update(seed=2**70), "`seed`"),
 }
 
 

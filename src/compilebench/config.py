@@ -62,7 +62,15 @@ def _extend_with_defaults(validator_class):
     return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
 
 
-_Validator = _extend_with_defaults(jsonschema.Draft7Validator)
+def _whole_number(checker, instance) -> bool:
+    """An integer in the YAML itself: JSON Schema takes 2.0 for an integer, and torch refuses a float size."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+_Validator = jsonschema.validators.extend(
+    _extend_with_defaults(jsonschema.Draft7Validator),
+    type_checker=jsonschema.Draft7Validator.TYPE_CHECKER.redefine("integer", _whole_number),
+)
 
 
 def _schema() -> dict:
