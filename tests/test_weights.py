@@ -8,6 +8,7 @@ from helpers import ASSETS_MIRROR, tiny_config, word_tokenizer
 
 from compilebench import config as configuration
 from compilebench import runner
+from compilebench.errors import UserError
 from compilebench.models import build
 
 
@@ -24,6 +25,24 @@ def test_torchvision_state_dict_by_path(tmp_path):
     bundle = build("r", spec, seed=0, device="cpu")
     with torch.no_grad():
         assert torch.equal(bundle.module(*bundle.inputs), saved(*bundle.inputs))
+
+
+class Payload:
+    def __reduce__(self):
+        return (print, ("this ran while the weights loaded",))
+
+
+def test_a_checkpoint_whose_pickle_would_run_code_is_refused_naming_the_file(tmp_path, capsys):
+    path = tmp_path / "resnet.pt"
+    torch.save({"conv1.weight": torch.zeros(1), "payload": Payload()}, path)
+    spec = configuration.validate(tiny_config({"r": {**tiny_config()["models"]["resnet"], "weights": str(path)}}))[
+        "models"
+    ]["r"]
+    with pytest.raises(UserError) as refused:
+        build("r", spec, seed=0, device="cpu")
+    message = str(refused.value)
+    assert str(path) in message and "would run code" in message and "`models.r.weights`" in message
+    assert "weights_only" not in message and "this ran" not in capsys.readouterr().out
 
 
 def test_transformers_save_pretrained_directory_with_prompt(tmp_path):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,10 +143,21 @@ def _torchvision_model(name: str, spec: dict) -> nn.Module:
         return torchvision.models.get_model(arch, weights="DEFAULT")
     model = torchvision.models.get_model(arch, weights=None, **spec.get("config", {}))
     path = Path(weights)
-    state = torch.load(path / "state_dict.pt" if path.is_dir() else path, map_location="cpu", weights_only=True)
-    model.load_state_dict(state)
+    model.load_state_dict(_tensors_only(path / "state_dict.pt" if path.is_dir() else path, name))
     log.info("loaded %s weights from %s", arch, weights)
     return model
+
+
+def _tensors_only(path: Path, name: str) -> dict:
+    """A state dict loaded as data: a checkpoint whose pickle would build other objects (and so run code) is refused."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise ModelError(
+            f"Config key `models.{name}.weights` names {path}, which was refused: loading it would run code (its "
+            "pickle holds objects other than tensors), and compilebench loads weights as data only. Expected a "
+            "state dict of tensors, as torch.save(model.state_dict(), PATH) writes one."
+        ) from None
 
 
 def _transformers_model(name: str, spec: dict):
