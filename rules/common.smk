@@ -1,4 +1,5 @@
 import functools
+import os
 import platform
 import re
 import sys
@@ -114,11 +115,17 @@ def get_final_output():
     return [layout.PAPER.format(ext=ext) for ext in ("html", "pdf")]
 
 
-REPORT_DIR = Path(workflow.basedir) / "report"
-ENGINE_SOURCES = [str(path) for path in engine_sources()]
-TABLE_SOURCES = [str(path) for path in sources(TABLE_MODULES)]
-REPORT_SOURCES = [str(path) for path in sources(REPORT_MODULES)]
-PYENV_SOURCES = [str(path) for path in sources(("pyenv",))]
+def project_relative(paths):
+    """The project's own files as inputs by relative name: a project moved, copied or archived with its results
+    keeps the same inputs, so nothing reruns for having moved."""
+    return [os.path.relpath(path) for path in paths]
+
+
+REPORT_DIR = Path(os.path.relpath(Path(workflow.basedir) / "report"))
+ENGINE_SOURCES = project_relative(engine_sources())
+TABLE_SOURCES = project_relative(sources(TABLE_MODULES))
+REPORT_SOURCES = project_relative(sources(REPORT_MODULES))
+PYENV_SOURCES = project_relative(sources(("pyenv",)))
 
 
 def figure_outputs(ext, in_report=False):

@@ -195,6 +195,13 @@ def test_second_run_has_nothing_to_do(finished):
     assert planned_outputs(project) == set()
 
 
+def test_a_project_moved_with_its_results_reruns_nothing(finished, tmp_path):
+    project, _, _ = finished
+    moved = tmp_path / "moved"
+    shutil.copytree(project, moved, symlinks=True)  # as mv, cp -a, rsync -a or tar leave it: times kept
+    assert planned_outputs(moved) == set(), DRY_RUNS[-1][-3000:]
+
+
 def test_changed_iterations_rerun_only_that_model(finished):
     project, config, _ = finished
     changed = yaml.safe_load(yaml.safe_dump(config))
