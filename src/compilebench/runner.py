@@ -175,13 +175,15 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None, cache_bundle:
         # Eager is timed against a second eager callable in the same blocks: the A/A ratio is its noise floor.
         eager_warmup_ms = timing.warm_up(eager_call, clock, settings["warmup"] + 1)
         plan = timing.plan_blocks(settings, eager_warmup_ms, warmup_ms or [clock.time(call)[0]])
+        # The mode alone, half before its interleaved phase and half after, so that slow drift moves both alike.
+        alone = exp["mode"] != "eager"
+        steady_loop = {**loop, "min_time_s": settings["steady_state_s"] / 2}
+        alone_ms = timing.alone(call, clock, warmup=plan.warmup, **steady_loop) if alone else None
         eager_ms, latency_ms, blocks = timing.interleaved(eager_call, call, clock, plan=plan, **loop)
         timed_generations = generator.history[-len(latency_ms) :] if generator else None
-        alone_ms = None
-        if exp["mode"] != "eager":
-            log.info("timing the mode alone for its steady state")
-            steady_loop = {**loop, "min_time_s": settings["steady_state_s"]}
-            alone_ms = timing.alone(call, clock, warmup=plan.warmup, **steady_loop)
+        if alone:
+            log.info("timing the mode alone again, for its steady state")
+            alone_ms += timing.alone(call, clock, warmup=plan.warmup, **steady_loop)
         # A copy: a CUDA-graph replay (profiling below) may overwrite the buffer of a previous output.
         output = call().clone() if generator is None else generator.history[-1]
         # Eager in the same precision as the mode: its own error against float64 is the yardstick.

@@ -139,6 +139,6 @@ def interleaved(
 
 
 def alone(fn: Callable[[], Any], clock: Clock, *, warmup: int, **loop) -> list[float]:
-    """The mode timed on its own after its interleaved phase: the steady state each result checks itself against."""
+    """The mode timed on its own, beside its interleaved phase: the steady state each result checks itself against."""
     warm_up(fn, clock, warmup)
     return timed_loop(fn, clock, **loop)
