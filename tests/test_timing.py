@@ -43,3 +43,7 @@ def test_blocks_are_sized_by_time_per_side_and_need_enough_of_them():
         plan=timing.BlockPlan(eager=3, mode=3, warmup=0, min_blocks=4), iterations=1, min_time_s=0, max_iterations=100,
     )  # fmt: skip
     assert blocks == 4 and len(mode) == 12  # the count was reached in the first block; the blocks were not
+
+
+def test_the_kept_calls_of_a_side_skip_each_blocks_first_calls():
+    assert timing.kept(list("wwkkkwwkkk"), warmup=2, block=3) == list("kkkkkk")

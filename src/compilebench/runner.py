@@ -179,8 +179,9 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None, cache_bundle:
         alone = exp["mode"] != "eager"
         steady_loop = {**loop, "min_time_s": settings["steady_state_s"] / 2}
         alone_ms = timing.alone(call, clock, warmup=plan.warmup, **steady_loop) if alone else None
+        first = len(generator.history) if generator else 0
         eager_ms, latency_ms, blocks = timing.interleaved(eager_call, call, clock, plan=plan, **loop)
-        timed_generations = generator.history[-len(latency_ms) :] if generator else None
+        timed_generations = timing.kept(generator.history[first:], plan.warmup, plan.mode) if generator else None
         if alone:
             log.info("timing the mode alone again, for its steady state")
             alone_ms += timing.alone(call, clock, warmup=plan.warmup, **steady_loop)

@@ -138,6 +138,11 @@ def interleaved(
     return eager_samples, mode_samples, blocks
 
 
+def kept(calls: list, warmup: int, block: int) -> list:
+    """Of one side's calls in the interleaved phase, in order, those whose timings were kept (not a block's first)."""
+    return [call for i, call in enumerate(calls) if i % (warmup + block) >= warmup]
+
+
 def alone(fn: Callable[[], Any], clock: Clock, *, warmup: int, **loop) -> list[float]:
     """The mode timed on its own, beside its interleaved phase: the steady state each result checks itself against."""
     warm_up(fn, clock, warmup)
