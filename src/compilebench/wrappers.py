@@ -55,6 +55,12 @@ def configured(settings: dict):
         yield
 
 
+def configuration_in_effect(settings: dict) -> dict[str, Any]:
+    """The mode's inductor settings as inductor's configuration holds them now (inside `configured`)."""
+    current = torch._inductor.config.get_config_copy()
+    return {key: current.get(key) for key in inductor_configuration(settings)}
+
+
 def generated_code() -> set[str]:
     """The files of the Python modules inductor has generated and loaded in this process so far."""
     from torch._inductor.codecache import PyCodeCache
@@ -66,15 +72,13 @@ def generated_code() -> set[str]:
 def settings_effect(settings: dict, before: set[str]) -> dict:
     """What the mode's settings did, read from what inductor produced since `before` (`generated_code()`), not
     from a hook having run: the configuration read back, and whether freezing folded the weights into constants."""
-    wanted = inductor_configuration(settings)
-    current = torch._inductor.config.get_config_copy()
-    effect: dict[str, Any] = {"configuration": {k: current.get(k) for k in wanted}, "checks": {}}
+    effect: dict[str, Any] = {"configuration": configuration_in_effect(settings), "checks": {}}
     if settings["kind"] != "compile" or settings["backend"] != "inductor":
         return effect
     sources = [Path(path).read_text(errors="replace") for path in sorted(generated_code() - before)]
     frozen = sum(source.count("_frozen_param") for source in sources)
     effect.update(generated_modules=len(sources), frozen_constants=frozen)
-    if wanted.get("freezing"):
+    if inductor_configuration(settings).get("freezing"):
         effect["checks"]["freezing"] = {
             "took_effect": frozen > 0,
             "evidence": f"{frozen} references to frozen constants in {len(sources)} generated module(s)",
@@ -206,8 +210,7 @@ def check(name: str, settings: dict) -> dict:
     if kind == "compile" and settings["backend"] == "inductor":
         record["inductor_options"] = inductor_options(settings)
     with configured(settings):
-        current = torch._inductor.config.get_config_copy()
-        record["configuration"] = {k: current[k] for k in inductor_configuration(settings)}
+        record["configuration"] = configuration_in_effect(settings)
     return record
 
 
