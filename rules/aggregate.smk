@@ -57,6 +57,8 @@ rule speedups_table:
         "logs/aggregate/speedups_table.log",
     conda:
         "../envs/cpu.yaml"
+    params:
+        threshold=get_threshold,
     script:
         "../scripts/speedups_table.py"
 
@@ -143,8 +145,8 @@ rule compile_phases_table:
 
 rule mode_effects_table:
     input:
+        results=get_run_results,
         runs=layout.table("runs"),
-        samples=layout.table("latency_samples"),
         code=TABLE_SOURCES,
     output:
         report(
@@ -156,6 +158,8 @@ rule mode_effects_table:
         "logs/aggregate/mode_effects_table.log",
     conda:
         "../envs/cpu.yaml"
+    params:
+        threshold=get_threshold,
     script:
         "../scripts/mode_effects_table.py"
 
@@ -180,8 +184,8 @@ rule scaling_table:
 
 rule comparison_table:
     input:
+        results=get_run_results,
         runs=layout.table("runs"),
-        samples=layout.table("latency_samples"),
         code=TABLE_SOURCES,
     output:
         report(

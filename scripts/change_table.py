@@ -4,10 +4,10 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
+from compilebench.comparisons import change_against
 from compilebench.joblog import logging_to
 from compilebench.results import read_results
 from compilebench.tables import write_csv
-from compilebench.verdicts import change_against
 
 with logging_to(snakemake.log[0]):
     current = read_results(snakemake.input.runs)

@@ -6,9 +6,12 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
 import pandas as pd
 
+from compilebench.comparisons import mode_effects
 from compilebench.joblog import logging_to
-from compilebench.tables import mode_effects, write_csv
+from compilebench.results import read_results
+from compilebench.tables import write_csv
 
 with logging_to(snakemake.log[0]):
-    effects = mode_effects(pd.read_csv(snakemake.input.runs), pd.read_csv(snakemake.input.samples))
+    results = read_results(snakemake.input.results)
+    effects = mode_effects(results, pd.read_csv(snakemake.input.runs), snakemake.params.threshold)
     write_csv(effects, snakemake.output[0])

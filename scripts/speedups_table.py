@@ -10,6 +10,6 @@ from compilebench.joblog import logging_to
 from compilebench.tables import geometric_mean_summary, speedups, write_csv
 
 with logging_to(snakemake.log[0]):
-    table = speedups(pd.read_csv(snakemake.input.runs))
+    table = speedups(pd.read_csv(snakemake.input.runs), snakemake.params.threshold)
     write_csv(table, snakemake.output.speedups)
     write_csv(geometric_mean_summary(table), snakemake.output.summary)

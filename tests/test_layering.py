@@ -15,7 +15,7 @@ from compilebench import config as configuration
 
 REPORT_SIDE = [
     "compilebench.tables",
-    "compilebench.verdicts",
+    "compilebench.comparisons",
     "compilebench.figures",
     "compilebench.paper",
     "compilebench.standalone",
@@ -78,7 +78,7 @@ print(json.dumps(sorted(m.split(".")[1] for m in sys.modules if m.startswith("co
 @pytest.mark.parametrize(
     ("imports", "declared"),
     [
-        (["compilebench.tables", "compilebench.verdicts"], compilebench.TABLE_MODULES),
+        (["compilebench.tables", "compilebench.comparisons"], compilebench.TABLE_MODULES),
         (REPORT_SIDE, compilebench.REPORT_MODULES),
     ],
 )

@@ -30,16 +30,6 @@ def test_median_interval_matches_a_numpy_bootstrap():
     assert high == pytest.approx(np.percentile(boot, 97.5), rel=0.02)
 
 
-def test_speedup_is_ratio_of_medians_with_interval():
-    rng = np.random.default_rng(3)
-    eager = rng.normal(20, 1, size=100)
-    mode = rng.normal(10, 0.5, size=100)
-    s = stats.speedup(list(eager), list(mode), resamples=1000)
-    assert s["value"] == pytest.approx(np.median(eager) / np.median(mode))
-    assert s["ci95"][0] < s["value"] < s["ci95"][1]
-    assert 1.8 < s["ci95"][0] and s["ci95"][1] < 2.2
-
-
 def test_single_sample_has_degenerate_interval():
     s = stats.summarize([5.0])
     assert s["ci95_ms"] == [5.0, 5.0] and s["std_ms"] == 0.0
@@ -54,35 +44,12 @@ def test_median_interval_stays_within_the_samples_on_a_coarse_clock():
         assert s["min_ms"] <= s["ci95_ms"][0] <= s["median_ms"] <= s["ci95_ms"][1] <= s["max_ms"]
 
 
-def test_paired_block_bootstrap_resamples_whole_blocks_of_both_series_together():
-    rng = np.random.default_rng(4)
-    # Slow stretches: each block of 5 shares a level, the same for both series (they ran side by side).
-    levels = np.repeat(rng.uniform(1.0, 1.5, size=12), 5)
-    eager, mode = levels * rng.normal(20, 0.2, 60), levels * rng.normal(10, 0.1, 60)
-    s = stats.speedup(list(eager), list(mode), resamples=3000, seed=7, block=5)
-    assert s["interval"] == "paired block bootstrap, 12 blocks of 5"
-    picks = np.random.default_rng(7).integers(0, 12, size=(3000, 12))
-    ratios = [np.median(eager.reshape(12, 5)[p]) / np.median(mode.reshape(12, 5)[p]) for p in picks]
-    assert s["ci95"] == pytest.approx(list(np.percentile(ratios, [2.5, 97.5])))
-    assert s["ci95"][0] < 2.0 < s["ci95"][1]
-    # Too few blocks to resample: single samples instead, and the record says so.
-    assert stats.speedup(list(eager[:5]), list(mode[:5]), block=5)["interval"] == "bootstrap of single samples"
-
-
-def test_blocks_of_two_lengths_are_resampled_together():
-    rng = np.random.default_rng(1)
-    eager, mode = rng.normal(10, 0.1, 40), rng.normal(5, 0.05, 80)  # ten blocks: 4 eager calls, 8 mode calls each
-    result = stats.speedup(list(eager), list(mode), block=(4, 8))
-    assert result["interval"] == "paired block bootstrap, 10 blocks of 4 and 8"
-    assert result["ci95"][0] < result["value"] < result["ci95"][1]
-
-
 def test_a_result_whose_interleaved_median_left_its_steady_state_is_flagged():
     rng = np.random.default_rng(2)
     alone = list(rng.normal(10.0, 0.2, 60))
-    perturbed = stats.steady_state(list(rng.normal(11.0, 0.2, 200)), alone)
+    perturbed = stats.steady_state([list(rng.normal(11.0, 0.2, 200))], [alone])
     assert perturbed["flagged"] and perturbed["ratio"] == pytest.approx(1.1, rel=0.02)
     assert perturbed["ci95"][0] > 1 and perturbed["median_ms"] == pytest.approx(10.0, rel=0.02)
     # A real but small difference (2%) and a null one are both within tolerance.
-    assert not stats.steady_state(list(rng.normal(10.2, 0.2, 200)), alone)["flagged"]
-    assert not stats.steady_state(list(rng.normal(10.0, 0.2, 200)), alone)["flagged"]
+    assert not stats.steady_state([list(rng.normal(10.2, 0.2, 200))], [alone])["flagged"]
+    assert not stats.steady_state([list(rng.normal(10.0, 0.2, 200))], [alone])["flagged"]

@@ -10,7 +10,8 @@ import pytest
 from PIL import Image
 from synthetic import MODELS, MODES, synthetic_results, synthetic_sweep
 
-from compilebench import figures, tables, verdicts
+from compilebench import comparisons, figures, tables
+from compilebench.results import read_results
 
 
 @pytest.fixture
@@ -19,7 +20,7 @@ def synthetic_tables(tmp_path):
     runs = tables.runs_table(paths)
     costs = tables.hardware_costs(runs, {"cpu": 1.0, "cpu-fast": 3.0}, baseline="cpu")
     samples = tables.latency_samples(paths)
-    comparison = verdicts.within_run(runs, samples, "cpu", 0.05, resamples=500)
+    comparison = comparisons.within_run(read_results(paths), "cpu", 0.05)
     phases = tables.compile_phases(paths)
     return figures.Tables(runs, samples, tables.speedups(runs), costs, tables.scaling(runs), comparison, phases)
 
@@ -189,11 +190,10 @@ def test_every_platform_is_compared_with_the_baseline_with_an_interval_and_a_ver
     assert means.loc["eager", "ratio"] == pytest.approx(0.5, rel=0.05)
 
 
-def test_a_platform_against_itself_is_the_same(synthetic_tables):
-    runs, samples = synthetic_tables.runs, synthetic_tables.samples
-    twin = samples[samples["hardware"] == "cpu"].assign(hardware="cpu-twin")
-    both = pd.concat([runs, runs[runs["hardware"] == "cpu"].assign(hardware="cpu-twin")])
-    comparison = verdicts.within_run(both, pd.concat([samples, twin]), "cpu", 0.05, resamples=500)
+def test_a_platform_against_itself_is_the_same(tmp_path):
+    results = read_results(synthetic_results(tmp_path))
+    twins = [{**r, "hardware": "cpu-twin"} for r in results if r["hardware"] == "cpu"]
+    comparison = comparisons.within_run(results + twins, "cpu", 0.05)
     twin_rows = comparison[comparison["hardware"] == "cpu-twin"]
     assert not twin_rows.empty and (twin_rows["verdict"] == "same").all()
 

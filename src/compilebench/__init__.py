@@ -9,6 +9,7 @@ __version__ = "0.1.0"
 # are not among them, so editing them reruns nothing that measures.
 ENGINE_MODULES = (
     "ceilings",
+    "comparisons",
     "compile_phases",
     "correctness",
     "dynamo_counters",
@@ -18,6 +19,7 @@ ENGINE_MODULES = (
     "joblog",
     "jobs",
     "layout",
+    "machine",
     "memory",
     "models",
     "profiling",
@@ -34,7 +36,7 @@ ENGINE_MODULES = (
 
 # What the table rules run (`tables` and what it imports), and what the figure and paper
 # rules run on top: a change to them reruns those rules and nothing that measures.
-TABLE_MODULES = ("errors", "modes", "peaks", "records", "results", "stats", "tables", "verdicts")
+TABLE_MODULES = ("comparisons", "errors", "modes", "peaks", "records", "results", "stats", "tables")
 REPORT_MODULES = (
     *TABLE_MODULES,
     "assets",

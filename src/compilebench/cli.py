@@ -7,8 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from . import comparisons, jobs
 from . import config as configuration
-from . import jobs, verdicts
 from .joblog import log_to_stderr
 from .tables import write_csv
 
@@ -33,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="set one run's results against another's: ratio, interval, verdict")
     p.add_argument("base", type=Path, help="the earlier run: a project folder, or its results/ folder")
     p.add_argument("new", type=Path, help="the run to judge, likewise")
-    p.add_argument("--threshold", type=float, default=verdicts.DEFAULT_THRESHOLD, help="the ± band of `same`")
+    p.add_argument("--threshold", type=float, default=comparisons.DEFAULT_THRESHOLD, help="the ± band of `same`")
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when anything regressed")
     p.add_argument("--out", type=Path, help="write the comparison as CSV")
     p = sub.add_parser("check", help="validate a config or experiment file, as the workflow does before any job")
@@ -80,13 +80,13 @@ def compare(args: argparse.Namespace) -> int:
         raise configuration.UserError(
             f"--threshold is {args.threshold}: expected a fraction between 0 and 1, such as 0.05."
         )
-    base, new = verdicts.run_results(args.base), verdicts.run_results(args.new)
-    table = verdicts.between_runs(base, new, args.threshold)
+    base, new = comparisons.run_results(args.base), comparisons.run_results(args.new)
+    table = comparisons.between_runs(base, new, args.threshold)
     only_base, only_new = sorted(set(base) - set(new)), sorted(set(new) - set(base))
-    print(verdicts.describe(table, only_base, only_new))
+    print(comparisons.describe(table, only_base, only_new))
     if args.out:
         write_csv(table, args.out)
-    return 1 if args.fail_on_regression and verdicts.regressions(table).any() else 0
+    return 1 if args.fail_on_regression and comparisons.regressions(table).any() else 0
 
 
 def _report_failure(error: dict | None) -> int:

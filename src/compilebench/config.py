@@ -31,6 +31,7 @@ MEASURE_DEFAULTS: dict[str, Any] = {
     "min_time_s": 1.0,
     "max_iterations": 1000,
     "interleave_block": None,
+    "processes": 1,
     "interleave_block_s": 0.2,
     "block_warmup": 3,
     "min_blocks": 10,

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import pyenv
+from . import pyenv, replication
 from .errors import UserError
 from .joblog import log_to_stderr
 from .layout import PYTHON_ENV_RECORD
@@ -205,10 +205,46 @@ def benchmark_job(
         if returncode != 0 or not Path(out).exists():
             return _write_stopped(exp, out, "failed", started_at, f"the benchmark process {death(returncode)}")
         result = read_json(out)
+        if result["status"] == "ok" and exp["measure"]["processes"] > 1:
+            result = _more_processes(exp, result, request, python, caches, Path(scratch), deadline)
+            write_json(out, result)
         if result["status"] == "ok" and _warm_starts_wanted(exp):
-            result.update(_warm_starts(exp, python, caches, bundle, Path(scratch), deadline), finished_at=now())
+            starts = _warm_starts(exp, python, caches, bundle, Path(scratch), deadline, result.get("warm_starts"))
+            result.update(starts, finished_at=now())
             write_json(out, result)
     return result
+
+
+def _more_processes(
+    exp: Experiment, first: dict, request: dict, python: str, caches: dict, scratch: Path, deadline: float
+) -> dict:
+    """Measure again in `measure.processes` − 1 fresh processes, one after another, each on the caches the first
+    wrote (a warm start), within the time `measure.timeout_s` leaves; a process stopped or failed is noted and the
+    result rests on the processes that finished."""
+    wanted, results, notes = exp["measure"]["processes"], [first], []
+    replicate = {**exp, "measure": {**exp["measure"], "profile": False}}  # the first process profiles, if asked
+    for i in range(1, wanted):
+        left = deadline - time.monotonic()
+        if left <= 1:
+            notes.append(f"processes {i + 1}–{wanted} did not run: measure.timeout_s was spent")
+            break
+        out = scratch / f"process-{i}.json"
+        returncode = supervised(
+            {**request, "exp": replicate, "out": str(out), "cache_bundle": None}, left, python=python, env=caches
+        )
+        done = read_json(out) if returncode == 0 and out.is_file() else None
+        if done is None or done["status"] != "ok":
+            why = (
+                "ran past measure.timeout_s"
+                if returncode is None
+                else (f"was {done['status']}: {done['error']['message']}" if done else death(returncode))
+            )
+            notes.append(f"process {i + 1} of {wanted} {why}")
+            log.error("process %d of %d %s; the result rests on the others", i + 1, wanted, why)
+            continue
+        results.append(done)
+    log.info("measured in %d of %d processes", len(results), wanted)
+    return {**replication.combine(exp, results, notes), "finished_at": now()}
 
 
 def _warm_starts_wanted(exp: Experiment) -> bool:
@@ -220,12 +256,14 @@ def _cache_env(folder: Path) -> dict[str, str]:
     return {"TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), "TRITON_CACHE_DIR": str(folder / "triton")}
 
 
-def _warm_starts(exp: Experiment, python: str, caches: dict, bundle: Path, scratch: Path, deadline: float) -> dict:
+def _warm_starts(
+    exp: Experiment, python: str, caches: dict, bundle: Path, scratch: Path, deadline: float, earlier: dict | None
+) -> dict:
     """The first call of a second fresh process that reads the caches the measurement wrote (`compile_warm_s`),
     and of a third that starts from torch's portable cache bundle alone (`compile_bundle_s`; null where torch
     has no bundle). Each runs in the time `measure.timeout_s` leaves; one stopped or failed keeps the rest."""
     starts = {"warm": None, "bundle": None, "notes": []}
-    plans = [("warm", caches, None)]
+    plans = [("warm", caches, None)] if exp["measure"]["processes"] == 1 else []
     if not exp["measure"]["bundle_start"]:
         starts["notes"].append("no start from the cache bundle: measure.bundle_start is false")
     elif bundle.is_file():
@@ -253,6 +291,9 @@ def _warm_starts(exp: Experiment, python: str, caches: dict, bundle: Path, scrat
             why = "ran past measure.timeout_s" if returncode is None else death(returncode)
             starts["notes"].append(f"the {name} start {why}")
             log.error("the %s start %s; the result keeps the cold measurement", name, why)
+    if exp["measure"]["processes"] > 1:  # the later processes were the warm starts
+        starts.update(warm=(earlier or {}).get("warm"), notes=[*(earlier or {}).get("notes", []), *starts["notes"]])
+        return {"compile_bundle_s": (starts["bundle"] or {}).get("first_call_s"), "warm_starts": starts}
     return {
         "compile_warm_s": (starts["warm"] or {}).get("first_call_s"),
         "compile_bundle_s": (starts["bundle"] or {}).get("first_call_s"),

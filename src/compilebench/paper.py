@@ -12,11 +12,12 @@ import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from .assets import sha256_of
+from .comparisons import BUSY_SHARE, said
 from .config import measure_settings
 from .layout import ASSETS_DIR, FIGURE_NAMES
 from .modes import ordered
 from .results import atomic_write, read_json
-from .tables import NO_DIFFERENCE, unbacked_fast_math
+from .tables import unbacked_fast_math
 from .thresholds import COSINE_MIN, FLOAT32_REL_TOL, FLOAT64_MULTIPLIER, FLOAT64_TOL
 
 
@@ -47,7 +48,7 @@ def key_findings(runs: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
             )
             continue
         row = others[others["mode"] == best["mode"]].iloc[0]
-        if row["against_noise"] == NO_DIFFERENCE:
+        if row["against_noise"] != "faster" or row.get("unstable") is True:
             findings.append(
                 f"On {hardware}, no mode is detectably faster than eager for {model}: the fastest, {best['mode']}, "
                 f"runs at {_speedup_against_noise(row)}."
@@ -55,18 +56,31 @@ def key_findings(runs: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
             continue
         findings.append(
             f"On {hardware}, {best['mode']} is the fastest mode for {model}: {row['speedup']:.2f}× eager "
-            f"({_interval(row['speedup_ci95_low'], row['speedup_ci95_high'])}{_noise_floor(row)}), "
+            f"({_interval(row['speedup_ci95_low'], row['speedup_ci95_high'])}{_noise_floor(row)}{_processes(row)}), "
             f"{best['median_ms']:.2f} ms median, after a {best['compile_s']:.3g} s first call."
         )
     return findings
 
 
 def _speedup_against_noise(row: dict) -> str:
-    """`0.98× (95% CI …; noise floor …): no detectable difference`, or the verdict beyond the floor."""
+    """`0.98× (95% CI …; noise floor …; 3 processes): same`, `faster` or `slower` than eager beyond the band of
+    `same`, or `unclear`, with what the interval could have detected."""
     interval = _interval(row["speedup_ci95_low"], row["speedup_ci95_high"])
-    verdict = row["against_noise"]
-    said = verdict if verdict == NO_DIFFERENCE else f"{verdict} than eager beyond the noise"
-    return f"{row['speedup']:.2f}× ({interval}{_noise_floor(row)}): {said}"
+    verdict = said(row["against_noise"], row.get("unstable"))
+    if verdict in ("faster", "slower"):
+        verdict = f"{verdict} than eager"
+    detectable = row.get("detectable_change")
+    could = "" if _nan(detectable) else f"; could detect ≥ {detectable:.0f} %"
+    return f"{row['speedup']:.2f}× ({interval}{_noise_floor(row)}{_processes(row)}{could}): {verdict}"
+
+
+def _processes(row: dict) -> str:
+    n = row.get("processes")
+    return "" if _nan(n) else f"; {int(n)} process{'es' if n != 1 else ''}"
+
+
+def _nan(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def _noise_floor(row: dict) -> str:
@@ -79,10 +93,11 @@ def settings_findings(effects: pd.DataFrame) -> list[str]:
     findings = []
     for row in _records(effects):
         interval = _interval(row["ratio_ci95_low"], row["ratio_ci95_high"])
-        if row["verdict"] == NO_DIFFERENCE:
-            change = f"made no detectable difference against {row['base_mode']} ({row['ratio']:.2f}×, {interval})"
+        verdict = said(row["verdict"], row.get("unstable"))
+        if verdict == "same":
+            change = f"made no detectable difference against {row['base_mode']} ({row['ratio']:.2f}×, {interval}): same"
         else:
-            change = f"ran {row['ratio']:.2f}× as fast as {row['base_mode']} ({interval}): {row['verdict']}"
+            change = f"ran {row['ratio']:.2f}× as fast as {row['base_mode']} ({interval}): {verdict}"
         findings.append(
             f"On {row['hardware']}, {row['mode']} ({row['differs_in']}) {change} for {row['model']}; "
             f"over eager, {_times(row['speedup'])} against {_times(row['base_speedup'])}."
@@ -107,6 +122,21 @@ def fidelity_findings(runs: pd.DataFrame) -> list[str]:
                 f"{name}: a setting did not take effect in what inductor produced ({row['settings_effect']})."
             )
     return findings
+
+
+def instability_findings(speedups: pd.DataFrame) -> list[str]:
+    """Every speedup whose measurement was unstable: other work kept the machine busy, or the model's noise floor
+    is itself a verdict, so its verdict is unclear (unstable) whatever its interval says."""
+    unstable = _records(speedups[(speedups["unstable"] == True) & (speedups["status"] == "ok")])  # noqa: E712
+    if not unstable:
+        return []
+    names = ", ".join(f"{r['model']} in {r['mode']} on {r['hardware']}" for r in unstable)
+    return [
+        f"Unstable measurements: {names}. Other work used more than {BUSY_SHARE:.0%} of the machine's CPU time while "
+        "they measured, or "
+        "their model's noise floor (eager against itself) was itself faster or slower; their verdicts are unclear "
+        "(unstable): rerun them on a quiet machine."
+    ]
 
 
 def calls(value) -> str:
@@ -251,7 +281,9 @@ def results_rows(runs: pd.DataFrame, speedups: pd.DataFrame, published: dict) ->
     """Table 1: each run beside the published figures, and each speedup's verdict against its noise floor (from
     the speedups table)."""
     lookup = _published_lookup(published)
-    verdicts = {(r["hardware"], r["model"], r["mode"]): r["against_noise"] for r in _records(speedups)}
+    verdicts = {
+        (r["hardware"], r["model"], r["mode"]): said(r["against_noise"], r.get("unstable")) for r in _records(speedups)
+    }
     rows = []
     for row in _records(runs):
         row["against_noise"] = verdicts.get((row["hardware"], row["model"], row["mode"]))
@@ -386,7 +418,8 @@ def context(
         "findings": key_findings(runs, speedups)
         + settings_findings(effects)
         + scaling_findings(scaling)
-        + fidelity_findings(runs),
+        + fidelity_findings(runs)
+        + instability_findings(speedups),
         "scaling": _records(scaling),
         "comparison": _records(comparison),
         "comparison_findings": comparison_findings(comparison),

@@ -13,7 +13,7 @@ import traceback
 from datetime import datetime, timezone
 from typing import Any, NotRequired, TypedDict
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: measured in `measure.processes` processes, kept under `processes`
 STATUSES = ("ok", "failed", "timeout", "unsupported")
 # An environment record's status beside ok and failed: an optional GPU entry whose job found no GPU.
 SKIPPED = "skipped"
@@ -78,6 +78,9 @@ class Result(ResultHeader, total=False):
     warmup_ms: list[float]
     latency_ms: list[float]  # one per timed iteration
     eager_latency_ms: list[float]  # eager, interleaved with the mode
+    processes: list[dict[str, Any]]  # replication.process_record of each measuring process, the cold one first
+    compile_warm_samples_s: list[float]  # the warm starts among the processes; compile_warm_s is their median
+    machine: dict[str, Any]  # machine.Load of the first process: what else used the machine while it measured
     stats: dict[str, Any]  # stats.summarize
     speedup: dict[str, Any]  # stats.speedup: value, ci95, interval (its method)
     noise: dict[str, Any]  # eager only: ratio, ci95 of eager against a second eager callable, and its samples

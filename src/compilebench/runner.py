@@ -9,12 +9,14 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-from . import compile_phases, correctness, profiling, stats, timing, wrappers
+from . import comparisons, compile_phases, correctness, profiling, replication, stats, timing, wrappers
 from .dynamo_counters import CompilerHealth
 from .errors import Unsupported
 from .generation import Generation, GreedyGenerator, summarize_tokens
+from .machine import Load
 from .memory import PeakMemory, device_free_bytes
 from .models import Bundle, build, parameter_bytes
 from .records import Experiment, Result, error_info, now, result_header
@@ -170,6 +172,7 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None, cache_bundle:
         if cache_bundle:
             _save_cache_bundle(cache_bundle)
         log.info("first call took %.2f s; warm-up (%d iterations)", first_ms / 1e3, settings["warmup"])
+        load = Load()
         warmup_ms = timing.warm_up(call, clock, settings["warmup"])
         loop = {k: settings[k] for k in ("iterations", "min_time_s", "max_iterations")}
         # Eager is timed against a second eager callable in the same blocks: the A/A ratio is its noise floor.
@@ -185,6 +188,9 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None, cache_bundle:
         if alone:
             log.info("timing the mode alone again, for its steady state")
             alone_ms += timing.alone(call, clock, warmup=plan.warmup, **steady_loop)
+        machine = load.report()
+        if machine["busy"]:
+            log.warning("other work used the machine while this process measured: %s", machine)
         # A copy: a CUDA-graph replay (profiling below) may overwrite the buffer of a previous output.
         output = call().clone() if generator is None else generator.history[-1]
         # Eager in the same precision as the mode: its own error against float64 is the yardstick.
@@ -223,19 +229,25 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None, cache_bundle:
     median_s = record["stats"]["median_ms"] / 1e3
     record["throughput"] = {"samples_per_s": spec["batch_size"] / median_s}
     resampling = {"resamples": settings["bootstrap_resamples"], "seed": exp["seed"]}
-    interleaved = stats.speedup(eager_ms, latency_ms, **resampling, block=(plan.eager, plan.mode))
+    sides = [
+        (comparisons.Timed(np.asarray(eager_ms), plan.eager), comparisons.Timed(np.asarray(latency_ms), plan.mode))
+    ]
+    interleaved = comparisons.paired(sides, **resampling).record()
     block_s = None if settings.get("interleave_block") else settings["interleave_block_s"]
     record["interleave"] = plan.record(blocks, block_s)
     record["settings_effect"] = effect
+    record["machine"] = machine
     if exp["mode"] == "eager":
-        ratio = {key: interleaved[key] for key in ("ci95", "n", "interval")}
-        record["noise"] = {"ratio": interleaved["value"], **ratio, "twin_latency_ms": eager_ms}
+        ratio = interleaved.pop("value")
+        record["noise"] = {"ratio": ratio, **interleaved, "n": len(latency_ms), "twin_latency_ms": eager_ms}
     else:
         record["eager_latency_ms"] = eager_ms
-        record["speedup"] = interleaved
-        record["steady_state"] = {**stats.steady_state(latency_ms, alone_ms, **resampling), "latency_ms": alone_ms}
+        record["speedup"] = {**interleaved, "eager_median_ms": float(np.median(eager_ms)), "n": len(latency_ms)}
+        steady = stats.steady_state([latency_ms], [alone_ms], **resampling)
+        record["steady_state"] = {**steady, "latency_ms": alone_ms}
         if record["steady_state"]["flagged"]:
             log.warning("interleaving changed the mode's median: %s", record["steady_state"])
+    record["processes"] = [replication.process_record(record)]
     if timed_generations:
         record["generation"] = summarize_tokens(timed_generations, spec["batch_size"])
         record["throughput"]["tokens_per_s"] = record["generation"]["tokens_per_s"]

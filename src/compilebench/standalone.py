@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from . import figures, paper, tables, verdicts
+from . import comparisons, figures, paper, tables
 from .config import hardware_prices, peak_overrides
 from .layout import FIGURE_TABLES, PAPER_TABLES, TABLE_NAMES
 from .results import read_results, run_result_paths
@@ -18,7 +18,8 @@ from .results import read_results, run_result_paths
 def write_tables(result_paths: list[Path], config: dict, out_dir: Path) -> dict[str, Path]:
     """Every tidy table the workflow writes, from the given result files."""
     runs = tables.runs_table(result_paths)
-    sp = tables.speedups(runs)
+    results, threshold = read_results(result_paths), config["report"]["threshold"]
+    sp = tables.speedups(runs, threshold)
     frames = {
         "runs": runs,
         "latency_samples": tables.latency_samples(result_paths),
@@ -33,15 +34,11 @@ def write_tables(result_paths: list[Path], config: dict, out_dir: Path) -> dict[
             config["report"]["calls_per_start"],
         ),
     }
-    frames["mode_effects"] = tables.mode_effects(runs, frames["latency_samples"])
+    frames["mode_effects"] = comparisons.mode_effects(results, runs, threshold)
     frames["scaling"] = tables.scaling(runs)
-    frames["comparison"] = verdicts.within_run(
-        runs, frames["latency_samples"], config["report"].get("baseline_hardware"), config["report"]["threshold"]
-    )
+    frames["comparison"] = comparisons.within_run(results, config["report"].get("baseline_hardware"), threshold)
     previous = config["report"].get("compare_with")
-    frames["change"] = verdicts.change_against(
-        run_result_paths(previous) if previous else [], read_results(result_paths), config["report"]["threshold"]
-    )
+    frames["change"] = comparisons.change_against(run_result_paths(previous) if previous else [], results, threshold)
     frames["compile_phases"] = tables.compile_phases(result_paths)
     assert tuple(frames) == TABLE_NAMES
     paths = {name: out_dir / f"{name}.csv" for name in frames}

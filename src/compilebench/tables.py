@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import stats
+from . import comparisons, stats
+from .comparisons import DEFAULT_THRESHOLD, baseline_of, busy, detectable_change, verdict
 from .errors import UserError
-from .modes import MODE_NAMES, base_mode
 from .peaks import lookup
 from .records import COMPILE_PHASES, SWEEP_KEYS
 from .results import read_results
@@ -23,6 +23,7 @@ CEILING_DTYPES = ("float32", "bfloat16", "float16")
 PREPARATION_COLUMNS = ["first_call_s", "script_s", "export_s", "package_s", "load_s", "package_bytes"]
 SAMPLE_KEYS = ["hardware", "model", "mode", "dtype", "batch_size", *SWEEP_COLUMNS]
 MEASURE_COLUMNS = [
+    "processes",
     "warmup",
     "iterations",
     "min_time_s",
@@ -85,6 +86,7 @@ def _run_row(result: dict, path: str) -> dict:
         "ci95_high_ms": ci[1],
         "compile_s": result.get("compile_s"),
         "compile_warm_s": result.get("compile_warm_s"),
+        "compile_warm_starts": len(result.get("compile_warm_samples_s") or []) or None,
         "compile_bundle_s": result.get("compile_bundle_s"),
         **{f"compile_{phase}_s": (result.get("compile_phases") or {}).get(phase) for phase in COMPILE_PHASES},
         "compile_unexplained_s": result.get("compile_unexplained_s"),
@@ -97,6 +99,11 @@ def _run_row(result: dict, path: str) -> dict:
         "speedup": speedup.get("value"),
         "speedup_ci95_low": speedup_ci[0],
         "speedup_ci95_high": speedup_ci[1],
+        "processes": len(result.get("processes") or []) or None,
+        "machine_busy": busy(result) if result.get("processes") else None,
+        "machine_others_share": max(
+            ((p.get("machine") or {}).get("others_share") or 0.0 for p in result.get("processes") or []), default=None
+        ),
         "noise_ratio": noise.get("ratio"),
         "noise_ci95_low": noise_ci[0],
         "noise_ci95_high": noise_ci[1],
@@ -177,27 +184,15 @@ def break_even_columns(result: dict, eager_first_call_s: float | None) -> dict:
     """After how many calls compiling has paid for itself, cold and warm: (compile time less eager's own first
     call) over what a call saves, from the interleaved samples; inf (never) where the mode saves nothing."""
     columns = dict.fromkeys(BREAK_EVEN_COLUMNS)
-    eager_ms, mode_ms = result.get("eager_latency_ms"), result.get("latency_ms")
-    if result["status"] != "ok" or not eager_ms or not mode_ms or eager_first_call_s is None:
+    if result["status"] != "ok" or not result.get("eager_latency_ms") or eager_first_call_s is None:
         return columns
-    resamples, block = result.get("measure", {}).get("bootstrap_resamples", 2000), interleave_blocks(result)
+    saved, saved_ci95 = comparisons.saving_ms(result)
     for start, compile_s in (("", result.get("compile_s")), ("_warm", result.get("compile_warm_s"))):
         if compile_s is not None:
-            value, (low, high) = stats.break_even(
-                compile_s - eager_first_call_s, eager_ms, mode_ms, resamples=resamples, block=block
-            )
+            value, (low, high) = stats.break_even(compile_s - eager_first_call_s, saved, saved_ci95)
             columns.update({f"break_even_calls{start}": value, f"break_even_calls{start}_ci95_low": low,
                             f"break_even_calls{start}_ci95_high": high})  # fmt: skip
     return columns
-
-
-def interleave_blocks(result: dict) -> tuple[int, int]:
-    """The calls per interleaved block of eager and of the mode, as the job timed them."""
-    interleave = result.get("interleave")
-    if interleave:
-        return interleave["eager_block"], interleave["mode_block"]
-    block = result.get("measure", {}).get("interleave_block") or 1  # results from before blocks were sized by time
-    return block, block
 
 
 def latency_samples(paths: list[str | Path]) -> pd.DataFrame:
@@ -371,20 +366,28 @@ def scaling(runs: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values(["sweep_of", "hardware", "mode", "series", "value"], kind="stable").reset_index(drop=True)
 
 
-def speedups(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per hardware x model x mode: the interleaved speedup with its interval, and the cross-job ratio beside it."""
-    eager = runs[(runs["mode"] == "eager") & (runs["status"] == "ok")].set_index(["hardware", "model"])["median_ms"]
+def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
+    """Per hardware x model x mode: the interleaved speedup with its interval, its verdict against the model's noise
+    floor (`against_noise`, the band of `same` widened to the floor), whether the measurement was `unstable`, and
+    the cross-job ratio beside it."""
+    ok_eager = runs[(runs["mode"] == "eager") & (runs["status"] == "ok")].set_index(["hardware", "model"])
     modes = runs[runs["mode"] != "eager"].copy()
     keys = list(zip(modes["hardware"], modes["model"]))
-    modes["eager_job_median_ms"] = [eager.get(key) for key in keys]
+    modes["eager_job_median_ms"] = [ok_eager["median_ms"].get(key) for key in keys]
     modes["cross_job_speedup"] = modes["eager_job_median_ms"] / modes["median_ms"]
-    noise = runs[(runs["mode"] == "eager") & (runs["status"] == "ok")].set_index(["hardware", "model"])
     for end in ("low", "high"):
-        modes[f"noise_ci95_{end}"] = [noise[f"noise_ci95_{end}"].get(key) for key in keys]
-    modes["against_noise"] = [
-        against_noise(*values)
-        for values in zip(
-            modes["speedup_ci95_low"], modes["speedup_ci95_high"], modes["noise_ci95_low"], modes["noise_ci95_high"]
+        modes[f"noise_ci95_{end}"] = [ok_eager[f"noise_ci95_{end}"].get(key) for key in keys]
+    intervals = list(zip(modes["speedup_ci95_low"], modes["speedup_ci95_high"]))
+    floors = list(zip(modes["noise_ci95_low"], modes["noise_ci95_high"]))
+    modes["threshold"] = threshold
+    modes["against_noise"] = [against_noise(*interval, *floor, threshold) for interval, floor in zip(intervals, floors)]
+    modes["detectable_change"] = [
+        None if _missing(low) else detectable_change(low, high, threshold) for low, high in intervals
+    ]
+    modes["unstable"] = [
+        bool(run_busy is True or eager_busy is True or unsteady_floor(*floor, threshold))
+        for run_busy, eager_busy, floor in zip(
+            modes["machine_busy"], [ok_eager["machine_busy"].get(key) for key in keys], floors
         )
     ]
     columns = [
@@ -400,7 +403,11 @@ def speedups(runs: pd.DataFrame) -> pd.DataFrame:
         "speedup_ci95_high",
         "noise_ci95_low",
         "noise_ci95_high",
+        "threshold",
         "against_noise",
+        "unstable",
+        "detectable_change",
+        "processes",
         "cross_job_speedup",
         "median_ms",
         "eager_job_median_ms",
@@ -410,16 +417,21 @@ def speedups(runs: pd.DataFrame) -> pd.DataFrame:
     return modes[columns].reset_index(drop=True)
 
 
-NO_DIFFERENCE = "no detectable difference"
-
-
-def against_noise(low, high, noise_low, noise_high) -> str | None:
-    """A speedup's verdict against its model's noise floor (eager timed against itself): `faster` or `slower`
-    when the intervals do not overlap, else no detectable difference; 1.0 stands in for a floor not measured."""
+def against_noise(low, high, noise_low, noise_high, threshold: float = DEFAULT_THRESHOLD) -> str | None:
+    """A speedup's verdict over eager, with the band of `same` widened to the model's noise floor (eager timed
+    against itself) where the floor is wider than the threshold."""
     if _missing(low) or _missing(high):
         return None
-    floor = (1.0, 1.0) if _missing(noise_low) or _missing(noise_high) else (noise_low, noise_high)
-    return verdict(low, high, floor)
+    floor = None if _missing(noise_low) or _missing(noise_high) else (noise_low, noise_high)
+    return verdict(low, high, threshold, floor)
+
+
+def unsteady_floor(noise_low, noise_high, threshold: float) -> bool:
+    """A noise floor that is itself a verdict: eager against eager came out faster or slower beyond the band."""
+    return not (_missing(noise_low) or _missing(noise_high)) and verdict(noise_low, noise_high, threshold) in (
+        "faster",
+        "slower",
+    )
 
 
 def geometric_mean_summary(speedups_table: pd.DataFrame) -> pd.DataFrame:
@@ -437,32 +449,6 @@ def geometric_mean_summary(speedups_table: pd.DataFrame) -> pd.DataFrame:
     return summary.merge(totals.reset_index(), on=["hardware", "mode"], how="right").fillna({"models": 0})
 
 
-def mode_effects(runs: pd.DataFrame, samples: pd.DataFrame, *, resamples: int = 2000) -> pd.DataFrame:
-    """What a defined mode's settings changed: its median latency against its built-in base mode's, same model
-    and hardware, as base median / mode median with a bootstrap 95% interval from both jobs' samples."""
-    ok = runs[runs["status"] == "ok"].set_index(["hardware", "model", "mode"])
-    rows = []
-    for (hardware, model, mode), run in ok.iterrows():
-        base = base_mode(run["mode_kind"], run["mode_compile_mode"])
-        if mode in MODE_NAMES or base not in ok.loc[(hardware, model)].index:
-            continue
-        pick = samples[(samples["hardware"] == hardware) & (samples["model"] == model)]
-        ratio = stats.speedup(
-            list(pick.loc[pick["mode"] == base, "latency_ms"]), list(pick.loc[pick["mode"] == mode, "latency_ms"]),
-            resamples=resamples,
-        )  # fmt: skip
-        low, high = ratio["ci95"]
-        rows.append({
-            "hardware": hardware, "model": model, "mode": mode, "base_mode": base,
-            "differs_in": settings_difference(run.to_dict(), ok.loc[(hardware, model, base)].to_dict()),
-            "ratio": ratio["value"], "ratio_ci95_low": low, "ratio_ci95_high": high, "verdict": verdict(low, high),
-            "speedup": run["speedup"], "base_speedup": ok.loc[(hardware, model, base), "speedup"],
-        })  # fmt: skip
-    columns = ["hardware", "model", "mode", "base_mode", "differs_in", "ratio", "ratio_ci95_low", "ratio_ci95_high",
-               "verdict", "speedup", "base_speedup"]  # fmt: skip
-    return pd.DataFrame(rows, columns=columns)
-
-
 def settings_difference(run: dict, base: dict) -> str:
     """The settings in which two runs' modes differ, as `name: value` (the first run's value)."""
     differing = []
@@ -475,22 +461,6 @@ def settings_difference(run: dict, base: dict) -> str:
 
 def _missing(value) -> bool:
     return value is None or (isinstance(value, float) and np.isnan(value))
-
-
-def verdict(low: float, high: float, floor: tuple[float, float] = (1.0, 1.0)) -> str:
-    """What a ratio's 95% interval supports: faster or slower only when it lies wholly beyond the `floor` (1, or
-    the interval of a ratio that should be 1)."""
-    if low > floor[1]:
-        return "faster"
-    if high < floor[0]:
-        return "slower"
-    return NO_DIFFERENCE
-
-
-def baseline_of(hardware, baseline: str | None) -> str | None:
-    """The hardware the others are set against: `report.baseline_hardware` where it ran, else the first that did."""
-    names = list(dict.fromkeys(hardware))
-    return baseline if baseline in names else (names[0] if names else None)
 
 
 def hardware_costs(

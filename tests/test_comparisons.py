@@ -1,4 +1,5 @@
-"""Verdicts: faster, slower, the same or unclear, within a run and between two runs."""
+"""Comparisons: ratios with intervals (one process or several), and the one verdict rule, within a run and
+between two runs."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pandas as pd
 import pytest
 from synthetic import synthetic_results
 
-from compilebench import cli, verdicts
+from compilebench import cli, comparisons
+from compilebench.comparisons import Timed, paired
 
 
 def compilebench(*args) -> subprocess.CompletedProcess:
@@ -32,20 +34,58 @@ def compilebench(*args) -> subprocess.CompletedProcess:
     ],
 )
 def test_a_verdict_is_what_the_interval_supports_against_the_threshold(low, high, expected):
-    assert verdicts.verdict(low, high, 0.05) == expected
+    assert comparisons.verdict(low, high, 0.05) == expected
+
+
+def ratio(eager, mode, block=(1, 1), **resampling) -> comparisons.Ratio:
+    """One process's speedup: eager's samples over the mode's, interleaved in blocks of `block` calls."""
+    return paired([(Timed(np.asarray(eager), block[0]), Timed(np.asarray(mode), block[1]))], **resampling)
+
+
+def test_speedup_is_ratio_of_medians_with_interval():
+    rng = np.random.default_rng(3)
+    eager = rng.normal(20, 1, size=100)
+    mode = rng.normal(10, 0.5, size=100)
+    s = ratio(eager, mode, resamples=1000)
+    assert s.value == pytest.approx(np.median(eager) / np.median(mode))
+    assert s.ci95[0] < s.value < s.ci95[1]
+    assert 1.8 < s.ci95[0] and s.ci95[1] < 2.2
+
+
+def test_paired_block_bootstrap_resamples_whole_blocks_of_both_series_together():
+    rng = np.random.default_rng(4)
+    # Slow stretches: each block of 5 shares a level, the same for both series (they ran side by side).
+    levels = np.repeat(rng.uniform(1.0, 1.5, size=12), 5)
+    eager, mode = levels * rng.normal(20, 0.2, 60), levels * rng.normal(10, 0.1, 60)
+    s = ratio(eager, mode, (5, 5), resamples=3000, seed=7)
+    assert s.interval == "paired block bootstrap, 12 blocks of 5"
+    picks = np.random.default_rng(7).integers(0, 12, size=(3000, 12))
+    ratios = [np.median(eager.reshape(12, 5)[p]) / np.median(mode.reshape(12, 5)[p]) for p in picks]
+    assert s.ci95 == pytest.approx(list(np.percentile(ratios, [2.5, 97.5])), rel=1e-3)
+    assert s.ci95[0] < 2.0 < s.ci95[1]
+    # Too few blocks to resample: single samples instead, and the record says so.
+    assert ratio(eager[:5], mode[:5], (5, 5)).interval == "bootstrap of single samples"
+
+
+def test_blocks_of_two_lengths_are_resampled_together():
+    rng = np.random.default_rng(1)
+    eager, mode = rng.normal(10, 0.1, 40), rng.normal(5, 0.05, 80)  # ten blocks: 4 eager calls, 8 mode calls each
+    result = ratio(eager, mode, (4, 8))
+    assert result.interval == "paired block bootstrap, 10 blocks of 4 and 8"
+    assert result.ci95[0] < result.value < result.ci95[1]
 
 
 def test_the_geometric_mean_interval_holds_the_ratio_and_narrows_with_more_samples():
     rng = np.random.default_rng(0)
 
-    def pairs(n):
-        return [(list(rng.normal(10, 0.5, n)), list(rng.normal(8, 0.4, n))) for _ in range(3)]
+    def ratios(n):
+        return [ratio(rng.normal(10, 0.5, n), rng.normal(8, 0.4, n), resamples=500, seed=i) for i in range(3)]
 
-    few, many = (verdicts.geometric_mean(pairs(n), resamples=500, seed=0) for n in (10, 400))
+    few, many = (comparisons.geometric_mean(ratios(n)) for n in (10, 400))
     for mean in (few, many):
-        assert mean["ratio_ci95_low"] < mean["ratio"] < mean["ratio_ci95_high"]
-    assert many["ratio_ci95_low"] < 1.25 < many["ratio_ci95_high"]
-    assert many["ratio_ci95_high"] - many["ratio_ci95_low"] < few["ratio_ci95_high"] - few["ratio_ci95_low"]
+        assert mean.ci95[0] < mean.value < mean.ci95[1]
+    assert many.ci95[0] < 1.25 < many.ci95[1]
+    assert many.ci95[1] - many.ci95[0] < few.ci95[1] - few.ci95[0]
 
 
 def scaled_copy(source, dest, factor: float):
@@ -80,7 +120,8 @@ def test_compare_of_a_run_with_itself_is_the_same_and_passes(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "no experiment regressed" in done.stdout and "slower" not in done.stdout and "faster" not in done.stdout
     lines = [line for line in done.stdout.splitlines() if " ms → " in line]
-    assert lines and all(line.endswith(": same") for line in lines)
+    assert lines and all(": same; could detect ≥ " in line for line in lines)
+    assert "warning: BASE measured in one process per experiment" in done.stdout
 
 
 def test_compare_calls_a_status_or_correctness_change_a_regression_and_lists_one_sided_experiments(tmp_path):
@@ -108,9 +149,10 @@ def test_compare_refuses_a_folder_without_results_and_runs_of_two_schemas(tmp_pa
     assert done.returncode == 2 and "holds no results" in done.stderr and str(tmp_path / "empty") in done.stderr
     other = scaled_copy(tmp_path / "base", tmp_path / "other", 1.0)
     for path in other.rglob("*.json"):
-        path.write_text(path.read_text().replace('"schema": 1', '"schema": 2'))
+        path.write_text(path.read_text().replace('"schema": 2', '"schema": 1'))
     done = compilebench("compare", tmp_path / "base", other)
-    assert done.returncode == 2 and "schema" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "schema [1]" in done.stderr and "rerun the older run" in done.stderr
 
 
 def test_only_the_experiments_that_regressed_are_counted_and_fail_the_gate(tmp_path):

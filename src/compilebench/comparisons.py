@@ -1,0 +1,553 @@
+"""Every comparison compilebench states, and the one rule that reads it: faster, slower, same or unclear.
+
+A comparison is a ratio of medians with a 95% interval (`Ratio`), read as a speedup: base over new, so that
+above 1 the new side is faster. Its sides are processes' samples, each process timed in interleaved blocks. Within
+a process, whole blocks are resampled (a slow stretch of the machine stays in one unit); across processes, the
+processes are resampled first (each fresh process lands in its own state, and between processes the variance is
+larger): the two-level bootstrap. With one process a side, it is that process's block bootstrap.
+
+Speedups over eager and the noise floor (eager against itself) pair the two sides within each process; a mode
+effect is the quotient of two jobs' speedups, so that each job's drift cancels in its own ratio first; a platform
+against the baseline, and a run against another run (`compilebench compare`), set independent processes side by
+side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import UserError
+from .results import read_result, run_result_paths
+
+VERDICTS = ("faster", "slower", "same", "unclear")
+DEFAULT_THRESHOLD = 0.05
+KEY = ["model", "mode"]
+TWO_LEVEL = "two-level"
+
+
+def verdict(low: float, high: float, threshold: float, floor: tuple[float, float] | None = None) -> str:
+    """`faster`/`slower` when the whole interval lies beyond the band of `same`, `same` when within it, else
+    `unclear`. The band is 1 ± threshold, widened to the half-width of the noise `floor` (eager against itself)
+    where that is wider."""
+    band = max(threshold, (floor[1] - floor[0]) / 2) if floor and not _missing(floor[0]) else threshold
+    if low > 1 + band:
+        return "faster"
+    if high < 1 - band:
+        return "slower"
+    if low >= 1 - band and high <= 1 + band:
+        return "same"
+    return "unclear"
+
+
+def detectable_change(low: float, high: float, threshold: float) -> float:
+    """The smallest change, in percent, that an interval as wide as this one would have called faster or slower:
+    its half-width on the log scale plus the threshold."""
+    return 100 * ((np.log(high) - np.log(low)) / 2 + threshold)
+
+
+def said(verdict_word: str | None, unstable: bool | None) -> str | None:
+    """A verdict as the paper and `compare` print it: an unstable measurement's is `unclear (unstable)`."""
+    if verdict_word is None or (isinstance(verdict_word, float) and np.isnan(verdict_word)):
+        return None
+    return "unclear (unstable)" if unstable is True else verdict_word
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One process's samples of one side, and the calls each of its interleaved blocks kept."""
+
+    samples: np.ndarray
+    block: int = 1
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A ratio of medians with the bootstrap replicates of its logarithm, from which its 95% interval comes."""
+
+    value: float
+    replicates: np.ndarray = field(repr=False)
+    processes: tuple[int, int]  # processes on the base side and on the new side
+    interval: str  # how the replicates were drawn
+
+    @property
+    def ci95(self) -> list[float]:
+        low, high = np.exp(np.percentile(self.replicates, [2.5, 97.5]))
+        return [float(min(low, self.value)), float(max(high, self.value))]
+
+    def __truediv__(self, other: Ratio) -> Ratio:
+        """This ratio over another measured independently (their replicates are drawn apart)."""
+        return Ratio(
+            self.value / other.value,
+            self.replicates - other.replicates,
+            (min(self.processes[0], other.processes[0]), min(self.processes[1], other.processes[1])),
+            self.interval if self.interval == other.interval else f"{self.interval}; {other.interval}",
+        )
+
+    def record(self) -> dict:
+        """As a result file keeps it."""
+        return {"value": self.value, "ci95": self.ci95, "processes": self.processes[1], "interval": self.interval}
+
+    def row(self, threshold: float, floor: tuple[float, float] | None = None) -> dict:
+        """As a table holds it: the ratio, its interval, the verdict it supports and what it could have detected."""
+        low, high = self.ci95
+        return {
+            "ratio": self.value,
+            "ratio_ci95_low": low,
+            "ratio_ci95_high": high,
+            "verdict": verdict(low, high, threshold, floor),
+            "detectable_change": detectable_change(low, high, threshold),
+            "base_processes": self.processes[0],
+            "processes": self.processes[1],
+            "interval": self.interval,
+        }
+
+
+def geometric_mean(ratios: list[Ratio]) -> Ratio:
+    """The geometric mean of several experiments' ratios; each experiment's replicates drawn apart."""
+    return Ratio(
+        float(np.exp(np.mean([np.log(r.value) for r in ratios]))),
+        np.mean([r.replicates for r in ratios], axis=0),
+        (min(r.processes[0] for r in ratios), min(r.processes[1] for r in ratios)),
+        ratios[0].interval,
+    )
+
+
+def paired(pairs: list[tuple[Timed, Timed]], *, resamples: int = 2000, seed: int = 0) -> Ratio:
+    """Median of the first side over median of the second, both timed in the same processes (eager and a mode
+    interleaved): per process the block bootstrap resamples block i of one side with block i of the other, and
+    across processes the processes are resampled (two-level)."""
+    rng = np.random.default_rng(seed)
+    points, replicates, methods = [], [], []
+    for a, b in pairs:
+        points.append(np.log(np.median(a.samples) / np.median(b.samples)))
+        logs, method = _paired_replicates(a, b, resamples, rng)
+        replicates.append(logs)
+        methods.append(method)
+    value, logs = _two_level(points, replicates, rng)
+    return Ratio(float(np.exp(value)), logs, (len(pairs), len(pairs)), _method(methods))
+
+
+def unpaired(base: list[Timed], new: list[Timed], *, resamples: int = 2000, seed: int = 0) -> Ratio:
+    """Median of the base side over median of the new side, timed in different processes: each side's median is
+    the geometric mean of its processes' medians, resampled at both levels, the two sides apart."""
+    rng = np.random.default_rng(seed)
+    (base_value, base_logs, base_method), (new_value, new_logs, new_method) = (
+        _side(side, resamples, rng) for side in (base, new)
+    )
+    method = base_method if base_method == new_method else f"{base_method}; {new_method}"
+    return Ratio(float(np.exp(base_value - new_value)), base_logs - new_logs, (len(base), len(new)), method)
+
+
+def location_ms(side: list[Timed]) -> float:
+    """A side's median: the geometric mean of its processes' medians (with one process, its median)."""
+    return float(np.exp(np.mean([np.log(np.median(p.samples)) for p in side])))
+
+
+def paired_replicates(
+    a: np.ndarray, b: np.ndarray, statistic, sizes: tuple[int, int], resamples: int, rng: np.random.Generator
+) -> tuple[np.ndarray, str]:
+    """Bootstrap replicates of statistic(a, b) within one process: block i of `a` with block i of `b` where
+    both hold whole blocks of `sizes` calls (at least two), else single samples, each side drawn apart."""
+    count = min(len(a) // sizes[0], len(b) // sizes[1]) if max(sizes) > 1 else 0
+    if count >= 2:
+        blocks_a = a[: count * sizes[0]].reshape(count, sizes[0])
+        blocks_b = b[: count * sizes[1]].reshape(count, sizes[1])
+        picks = rng.integers(0, count, size=(resamples, count))
+        values = statistic(blocks_a[picks].reshape(resamples, -1), blocks_b[picks].reshape(resamples, -1))
+        described = f"{sizes[0]}" if sizes[0] == sizes[1] else f"{sizes[0]} and {sizes[1]}"
+        return values, f"paired block bootstrap, {count} blocks of {described}"
+    values = statistic(a[rng.integers(0, len(a), (resamples, len(a)))], b[rng.integers(0, len(b), (resamples, len(b)))])
+    return values, "bootstrap of single samples"
+
+
+def _log_ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.log(np.median(a, axis=-1) / np.median(b, axis=-1))
+
+
+def _paired_replicates(a: Timed, b: Timed, resamples: int, rng: np.random.Generator) -> tuple[np.ndarray, str]:
+    return paired_replicates(a.samples, b.samples, _log_ratio, (a.block, b.block), resamples, rng)
+
+
+def _side(side: list[Timed], resamples: int, rng: np.random.Generator) -> tuple[float, np.ndarray, str]:
+    """One side's log median over its processes, with its replicates (two-level where it has several)."""
+    points, replicates, methods = [], [], []
+    for process in side:
+        x = process.samples
+        count = len(x) // process.block if process.block > 1 else 0
+        if count >= 2:
+            blocks = x[: count * process.block].reshape(count, process.block)
+            drawn = blocks[rng.integers(0, count, (resamples, count))].reshape(resamples, -1)
+            methods.append(f"block bootstrap, {count} blocks of {process.block}")
+        else:
+            drawn = x[rng.integers(0, len(x), (resamples, len(x)))]
+            methods.append("bootstrap of single samples")
+        points.append(np.log(np.median(x)))
+        replicates.append(np.log(np.median(drawn, axis=-1)))
+    value, logs = _two_level(points, replicates, rng)
+    return value, logs, _method(methods)
+
+
+def _two_level(points: list[float], replicates: list[np.ndarray], rng: np.random.Generator):
+    """The mean of the processes' values, with replicates that draw processes with replacement and, for each
+    process drawn, one of its own replicates; with one process, its own replicates."""
+    if len(points) == 1:
+        return points[0], replicates[0]
+    stacked = np.stack(replicates)
+    count, resamples = stacked.shape
+    picks = rng.integers(0, count, size=(resamples, count))
+    columns = rng.integers(0, resamples, size=(resamples, count))
+    return float(np.mean(points)), stacked[picks, columns].mean(axis=1)
+
+
+def _method(methods: list[str]) -> str:
+    return methods[0] if len(methods) == 1 else TWO_LEVEL
+
+
+def timed(result: dict, key: str = "latency_ms") -> list[Timed]:
+    """A result's samples of `key` process by process (`latency_ms`, the mode's; `eager_latency_ms`, eager's
+    beside it; `twin_latency_ms`, eager's twin in an eager result), each with its interleaved block length.
+    A result without `processes` is one process."""
+    side = "mode_block" if key == "latency_ms" else "eager_block"
+    processes = result.get("processes") or [{**result, **(result.get("noise") or {})}]
+    return [
+        Timed(np.asarray(p[key], dtype=float), int(((p.get("interleave") or {}).get(side)) or _fixed_block(result)))
+        for p in processes
+    ]
+
+
+def _fixed_block(result: dict) -> int:
+    return (result.get("measure") or {}).get("interleave_block") or 1
+
+
+def speedup(result: dict, *, seed: int = 0) -> Ratio:
+    """A mode's speedup over eager, interleaved in each of its processes."""
+    return paired(list(zip(timed(result, "eager_latency_ms"), timed(result))), **_resampling(result, seed))
+
+
+def noise_floor(result: dict, *, seed: int = 0) -> Ratio:
+    """An eager result's ratio of eager against its twin: what the job would call a speedup where there is none."""
+    return paired(list(zip(timed(result, "twin_latency_ms"), timed(result))), **_resampling(result, seed))
+
+
+def saving_ms(result: dict, *, seed: int = 0) -> tuple[float, list[float]]:
+    """What one call of the mode saves against eager (median eager less median mode, ms, averaged over processes),
+    with its 95% interval, resampled as `speedup` is."""
+    resamples = _resampling(result, seed)["resamples"]
+    rng = np.random.default_rng(seed)
+    points, replicates = [], []
+    for a, b in zip(timed(result, "eager_latency_ms"), timed(result)):
+        points.append(float(np.median(a.samples) - np.median(b.samples)))
+        replicates.append(paired_replicates(a.samples, b.samples, _difference, (a.block, b.block), resamples, rng)[0])
+    value, values = _two_level(points, replicates, rng)
+    low, high = np.percentile(values, [2.5, 97.5])
+    return float(value), [float(low), float(high)]
+
+
+def _difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.median(a, axis=-1) - np.median(b, axis=-1)
+
+
+def _resampling(result: dict, seed: int) -> dict:
+    return {"resamples": (result.get("measure") or {}).get("bootstrap_resamples", 2000), "seed": seed}
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value))
+
+
+# Beyond this share of the machine's CPU time used by other processes (or taken by the hypervisor as steal) while
+# a process measured, its measurement is not a fair one.
+BUSY_SHARE = 0.25
+
+
+def busy(result: dict) -> bool:
+    """Whether any of a result's processes measured on a machine that other work kept busy beyond `BUSY_SHARE`."""
+    return any((p.get("machine") or {}).get("busy") is True for p in result.get("processes") or [result])
+
+
+def unstable_experiments(results: dict[tuple[str, str, str], dict], threshold: float) -> set[tuple[str, str, str]]:
+    """The experiments of one run whose verdicts cannot be trusted: measured on a busy machine, or on a hardware
+    entry where their model's noise floor (eager against itself) is itself faster or slower beyond 1 ± threshold."""
+    unsteady_floors = set()
+    for (hardware, model, mode), result in results.items():
+        if mode == "eager" and result["status"] == "ok" and result.get("noise"):
+            low, high = result["noise"]["ci95"]
+            if verdict(low, high, threshold) in ("faster", "slower"):
+                unsteady_floors.add((hardware, model))
+    return {key for key, result in results.items() if busy(result) or key[:2] in unsteady_floors}
+
+
+COLUMNS = [
+    "hardware",
+    "baseline_hardware",
+    "base_torch",
+    "torch",
+    "scope",
+    "model",
+    "mode",
+    "experiments",
+    "base_median_ms",
+    "median_ms",
+    "ratio",
+    "ratio_ci95_low",
+    "ratio_ci95_high",
+    "threshold",
+    "verdict",
+    "unstable",
+    "detectable_change",
+    "base_processes",
+    "processes",
+    "interval",
+]
+
+
+def within_run(results: list[dict], baseline: str | None, threshold: float) -> pd.DataFrame:
+    """Every platform against the baseline platform, for each model and mode that ran ok on both: one row per
+    experiment (`scope` experiment), and the geometric mean per platform and mode (`scope` geomean)."""
+    run = by_experiment(results)
+    baseline = baseline_of([key[0] for key in run], baseline)
+    pairs = {
+        key: (run[(baseline, *key[1:])], result)
+        for key, result in run.items()
+        if key[0] != baseline and _timed(result, run.get((baseline, *key[1:])))
+    }
+    unstable = unstable_experiments(run, threshold)
+    rows = [
+        {**row, "baseline_hardware": baseline, "base_torch": _torch(run[(baseline, row["model"], row["mode"])])}
+        if row["scope"] == "experiment"
+        else {**row, "baseline_hardware": baseline}
+        for row in compare_pairs(pairs, threshold, unstable)
+    ]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def baseline_of(hardware, baseline: str | None) -> str | None:
+    """The hardware the others are set against: `report.baseline_hardware` where it ran, else the first that did."""
+    names = list(dict.fromkeys(hardware))
+    return baseline if baseline in names else (names[0] if names else None)
+
+
+def compare_pairs(
+    pairs: dict[tuple[str, str, str], tuple[dict, dict]], threshold: float, unstable: set = frozenset()
+) -> list[dict]:
+    """One row per (hardware, model, mode) pair of base and new results, then the geometric mean per hardware and
+    mode. An experiment in `unstable` (on either side) is marked so, and so is a geometric mean that holds one."""
+    rows, ratios = [], {}
+    for i, (key, (base, new)) in enumerate(pairs.items()):
+        ratio = ratios[key] = unpaired(timed(base), timed(new), **_resampling(new, i))
+        hardware, model, mode = key
+        rows.append({
+            "hardware": hardware, "scope": "experiment", "model": model, "mode": mode, "experiments": 1,
+            "torch": _torch(new), "base_median_ms": location_ms(timed(base)), "median_ms": location_ms(timed(new)),
+            "threshold": threshold, **ratio.row(threshold), "unstable": key in unstable,
+        })  # fmt: skip
+    for hardware, mode in dict.fromkeys((h, m) for h, _, m in pairs):
+        keys = [key for key in pairs if (key[0], key[2]) == (hardware, mode)]
+        mean = geometric_mean([ratios[key] for key in keys])
+        rows.append({
+            "hardware": hardware, "scope": "geomean", "model": None, "mode": mode, "experiments": len(keys),
+            "torch": _torch(pairs[keys[0]][1]), "base_median_ms": None, "median_ms": None, "threshold": threshold,
+            **mean.row(threshold), "unstable": any(key in unstable for key in keys),
+        })  # fmt: skip
+    return rows
+
+
+def run_results(folder: str | Path) -> dict[tuple[str, str, str], dict]:
+    """The results of one run, by (hardware, model, mode): `folder` is a project folder or its `results/`."""
+    paths = run_result_paths(folder)
+    if not paths:
+        raise UserError(
+            f"{folder} holds no results: expected a project folder with results/runs/HARDWARE/MODEL/MODE.json "
+            "files, or its results/ folder."
+        )
+    return by_experiment(read_result(path) for path in paths)
+
+
+def by_experiment(results) -> dict[tuple[str, str, str], dict]:
+    return {(r["hardware"], r["model"], r["mode"]): r for r in results}
+
+
+def between_runs(base: dict, new: dict, threshold: float) -> pd.DataFrame:
+    """Each experiment present in both runs: statuses, correctness, the ratio of medians with its interval and
+    verdict, and whether it regressed; then the geometric mean per hardware and mode. A status leaving `ok`, or
+    a correctness check turning from pass to fail, is a regression whatever the timing; a `slower` verdict is
+    one unless either run's measurement of it was unstable."""
+    schemas = {
+        side: sorted({r["schema"] for r in results.values()}) for side, results in (("BASE", base), ("NEW", new))
+    }
+    if schemas["BASE"] != schemas["NEW"]:
+        raise UserError(
+            f"BASE results have schema {schemas['BASE']} and NEW results schema {schemas['NEW']}: expected two runs "
+            "of one schema. Results of another schema were measured differently (schema 2 measures each experiment "
+            "in `measure.processes` processes and keeps them under `processes`), so their intervals do not compare: "
+            "rerun the older run with this compilebench (`snakemake --cores 4 --forceall` in its project) and "
+            "compare the two reruns."
+        )
+    shared = [key for key in base if key in new]
+    unstable = unstable_experiments(base, threshold) | unstable_experiments(new, threshold)
+    pairs = {key: (base[key], new[key]) for key in shared if _timed(base[key], new[key])}
+    ratios = {(r["hardware"], r["model"], r["mode"]): r for r in compare_pairs(pairs, threshold, unstable)}
+    rows = []
+    for key in shared:
+        before, after = base[key], new[key]
+        row = ratios.get(key, {"hardware": key[0], "scope": "experiment", "model": key[1], "mode": key[2]})
+        rows.append({
+            **row, "base_torch": _torch(before), "torch": _torch(after),
+            "unstable": key in unstable,
+            "base_status": before["status"], "status": after["status"],
+            "base_correct": _passed(before), "correct": _passed(after), "regression": _regression(before, after, row),
+        })  # fmt: skip
+    geomeans = [row for row in ratios.values() if row["scope"] == "geomean"]
+    rows += [{**row, "regression": "slower" if _slower(row) else None} for row in geomeans]
+    return pd.DataFrame(rows, columns=BETWEEN_COLUMNS)
+
+
+BETWEEN_COLUMNS = [
+    *(c for c in COLUMNS if c != "baseline_hardware"),
+    *("base_status", "status", "base_correct", "correct", "regression"),
+]
+
+
+def change_against(previous: list[str | Path], current: list[dict], threshold: float) -> pd.DataFrame:
+    """This run's results against a previous run's result files (`report.compare_with`); empty without one."""
+    if not previous:
+        return pd.DataFrame(columns=BETWEEN_COLUMNS)
+    return between_runs(by_experiment(read_result(p) for p in previous), by_experiment(current), threshold)
+
+
+def _timed(before: dict | None, after: dict | None) -> bool:
+    return bool(
+        before
+        and after
+        and before["status"] == after["status"] == "ok"
+        and before.get("latency_ms")
+        and after.get("latency_ms")
+    )
+
+
+def _torch(result: dict) -> str | None:
+    return (result.get("environment") or {}).get("torch")
+
+
+def _passed(result: dict) -> bool | None:
+    return (result.get("correctness") or {}).get("passed")
+
+
+def _slower(row: dict) -> bool:
+    return row.get("verdict") == "slower" and row.get("unstable") is not True
+
+
+def _regression(before: dict, after: dict, ratio: dict) -> str | None:
+    """Why an experiment regressed, or None."""
+    if before["status"] == "ok" and after["status"] != "ok":
+        return f"status ok → {after['status']}"
+    if _passed(before) is True and _passed(after) is False:
+        return "correctness pass → fail"
+    if _slower(ratio):
+        return "slower"
+    return None
+
+
+def describe(table: pd.DataFrame, only_base: list, only_new: list) -> str:
+    """What `compilebench compare` prints: a line per experiment, the geometric means, one-sided experiments,
+    how many processes each verdict rests on, and a warning where a side had one."""
+    lines = []
+    experiments = table[table["scope"] == "experiment"]
+    for row in experiments.to_dict("records"):
+        name = f"{row['hardware']}/{row['model']}/{row['mode']}"
+        if pd.isna(row.get("ratio")):
+            lines.append(f"{name}: {row['base_status']} → {row['status']}, not timed on both sides")
+        else:
+            lines.append(f"{name}: {row['base_median_ms']:.4g} ms → {row['median_ms']:.4g} ms, {_ratio_said(row)}")
+        if isinstance(row["regression"], str):
+            lines[-1] += f"  REGRESSION ({row['regression']})"
+    for row in table[table["scope"] == "geomean"].to_dict("records"):
+        lines.append(
+            f"geometric mean, {row['mode']} on {row['hardware']} ({int(row['experiments'])} experiments): "
+            f"{_ratio_said(row)}"
+        )
+    for side, keys in (("BASE", only_base), ("NEW", only_new)):
+        if keys:
+            lines.append(f"only in {side}: {', '.join('/'.join(key) for key in keys)}")
+    lines += _processes_said(experiments)
+    regressed = int(regressions(experiments).sum())
+    slower_means = int(regressions(table[table["scope"] == "geomean"]).sum())
+    unstable = int((experiments["unstable"] == True).sum())  # noqa: E712
+    lines.append(
+        (f"{regressed} experiment{'s' if regressed != 1 else ''} regressed" if regressed else "no experiment regressed")
+        + (f"; {slower_means} geometric mean{'s' if slower_means != 1 else ''} slower" if slower_means else "")
+        + (f"; {unstable} measured unstably (unclear, not a regression)" if unstable else "")
+    )
+    return "\n".join(lines)
+
+
+def _ratio_said(row: dict) -> str:
+    """`ratio 0.981 (95% CI 0.95–1.01): same; could detect ≥ 8.1 %, saw 1.9 %`."""
+    return (
+        f"ratio {row['ratio']:.3f} (95% CI {row['ratio_ci95_low']:.3f}–{row['ratio_ci95_high']:.3f}): "
+        f"{said(row['verdict'], row['unstable'])}; could detect ≥ {row['detectable_change']:.1f} %, "
+        f"saw {abs(row['ratio'] - 1) * 100:.1f} %"
+    )
+
+
+def _processes_said(experiments: pd.DataFrame) -> list[str]:
+    timed_rows = experiments.dropna(subset=["processes"])
+    if timed_rows.empty:
+        return []
+    counts = {side: sorted({int(n) for n in timed_rows[column]}) for side, column in
+              (("BASE", "base_processes"), ("NEW", "processes"))}  # fmt: skip
+    lines = [
+        "processes per experiment: "
+        + ", ".join(f"{side} {'/'.join(map(str, n))}" for side, n in counts.items())
+        + " (intervals over several processes are two-level: processes, then blocks within each)"
+    ]
+    for side, n in counts.items():
+        if 1 in n:
+            lines.append(
+                f"warning: {side} measured in one process per experiment, so its interval leaves out the variance "
+                "between processes; set measure.processes to 3 or more for a verdict between runs"
+            )
+    return lines
+
+
+def regressions(table: pd.DataFrame) -> pd.Series:
+    """Which rows regressed: their `regression` says why (a table read back, or mixed with None, holds NaN)."""
+    return table["regression"].map(lambda why: isinstance(why, str) and bool(why))
+
+
+MODE_EFFECT_COLUMNS = [
+    "hardware", "model", "mode", "base_mode", "differs_in", "ratio", "ratio_ci95_low", "ratio_ci95_high",
+    "threshold", "verdict", "unstable", "detectable_change", "processes", "interval", "speedup", "base_speedup",
+]  # fmt: skip
+
+
+def mode_effects(results: list[dict], runs: pd.DataFrame, threshold: float) -> pd.DataFrame:
+    """What a defined mode's settings changed: its speedup over eager against its built-in base mode's (same model
+    and hardware), each measured against eager within its own job, so that what drifts between the two jobs cancels
+    in each job's own ratio first."""
+    from .modes import MODE_NAMES, base_mode
+    from .tables import settings_difference
+
+    run = by_experiment(results)
+    ok = {key: result for key, result in run.items() if result["status"] == "ok" and result.get("speedup")}
+    unstable = unstable_experiments(run, threshold)
+    rows_of = {(r["hardware"], r["model"], r["mode"]): r for r in runs.to_dict("records")}
+    rows = []
+    for i, ((hardware, model, mode), result) in enumerate(ok.items()):
+        settings = result.get("mode_settings") or {}
+        base_key = (hardware, model, base_mode(settings.get("kind"), settings.get("mode")))
+        if mode in MODE_NAMES or base_key not in ok:
+            continue
+        mine, theirs = speedup(ok[(hardware, model, mode)], seed=2 * i), speedup(ok[base_key], seed=2 * i + 1)
+        rows.append({
+            "hardware": hardware, "model": model, "mode": mode, "base_mode": base_key[2],
+            "differs_in": settings_difference(rows_of[(hardware, model, mode)], rows_of[base_key]),
+            "threshold": threshold, **(mine / theirs).row(threshold),
+            "unstable": bool({(hardware, model, mode), base_key} & unstable),
+            "speedup": mine.value, "base_speedup": theirs.value,
+        })  # fmt: skip
+    return pd.DataFrame(rows, columns=MODE_EFFECT_COLUMNS)
