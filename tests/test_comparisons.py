@@ -4,6 +4,7 @@ between two runs."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -11,15 +12,20 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import write_config
 from synthetic import synthetic_results
 
-from compilebench import cli, comparisons
+from compilebench import cli, comparisons, replication
 from compilebench.comparisons import Timed, paired
 
 
-def compilebench(*args) -> subprocess.CompletedProcess:
+def compilebench(*args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "compilebench.cli", *map(str, args)], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "compilebench.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
     )
 
 
@@ -183,3 +189,113 @@ def test_compare_refuses_latencies_that_are_not_positive_numbers_naming_the_file
     error = capsys.readouterr().err
     assert str(doctored) in error and "Traceback" not in error
     assert "expected finite numbers of milliseconds above 0" in error or "cannot be read" in error
+
+
+def shifted_processes(rng, processes: int, shift_sd: float = 0.05) -> list[tuple[Timed, Timed]]:
+    """Processes of one experiment whose true speedup is 2.0, each landing in its own state: the mode's level moves
+    by a lognormal shift per process, far beyond the noise within a process."""
+    pairs = []
+    for _ in range(processes):
+        shift = np.exp(rng.normal(0, shift_sd))
+        eager, mode = rng.normal(10, 0.1, 40), rng.normal(5 * shift, 0.05, 40)
+        pairs.append((Timed(eager, 4), Timed(mode, 4)))
+    return pairs
+
+
+def test_the_two_level_interval_covers_a_shift_between_processes_that_the_pooled_one_misses():
+    rng = np.random.default_rng(5)
+    covered = {"two-level": 0, "pooled": 0}
+    trials = 60
+    for trial in range(trials):
+        pairs = shifted_processes(rng, 8)
+        two_level = paired(pairs, resamples=500, seed=trial)
+        pooled = ratio(
+            np.concatenate([a.samples for a, _ in pairs]), np.concatenate([b.samples for _, b in pairs]), (4, 4),
+            resamples=500, seed=trial,
+        )  # fmt: skip
+        assert two_level.interval == "two-level" and two_level.processes == (8, 8)
+        covered["two-level"] += two_level.ci95[0] <= 2.0 <= two_level.ci95[1]
+        covered["pooled"] += pooled.ci95[0] <= 2.0 <= pooled.ci95[1]
+    assert covered["two-level"] / trials >= 0.8, covered
+    assert covered["pooled"] / trials <= 0.4, covered  # samples of one process taken as independent: too narrow
+
+
+def test_one_process_is_its_own_block_bootstrap():
+    pairs = shifted_processes(np.random.default_rng(6), 1)
+    alone, (a, b) = paired(pairs, resamples=500, seed=3), pairs[0]
+    assert alone.interval == "paired block bootstrap, 10 blocks of 4" and alone.processes == (1, 1)
+    assert alone.ci95 == ratio(a.samples, b.samples, (4, 4), resamples=500, seed=3).ci95
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "floor", "expected"),
+    [
+        (1.06, 1.09, None, "faster"),
+        (1.06, 1.09, (0.9, 1.1), "same"),  # a floor half 0.1 wide widens the band of `same` to 1 ± 0.1
+        (1.06, 1.12, (0.9, 1.1), "unclear"),
+        (0.80, 0.85, (0.9, 1.1), "slower"),
+        (1.06, 1.09, (0.99, 1.01), "faster"),  # a floor narrower than the threshold leaves the band at 1 ± 0.05
+    ],
+)
+def test_the_noise_floor_widens_the_band_of_same_to_its_half_width(low, high, floor, expected):
+    assert comparisons.verdict(low, high, 0.05, floor) == expected
+
+
+def test_what_an_interval_could_have_detected_is_its_log_half_width_plus_the_threshold():
+    assert comparisons.detectable_change(1 / 1.07, 1.07, 0.05) == pytest.approx(100 * (np.log(1.07) + 0.05))
+    assert comparisons.said("slower", True) == "unclear (unstable)" and comparisons.said("same", False) == "same"
+
+
+def process_result(first_call_s: float, level: float, rng) -> dict:
+    """One measuring process's result as the engine writes it, around a speedup of 2."""
+    eager, mode = list(rng.normal(10 * level, 0.1, 40)), list(rng.normal(5 * level, 0.05, 40))
+    alone = list(rng.normal(5 * level, 0.05, 20))
+    record = {
+        "status": "ok", "batch_size": 1, "measure": {"bootstrap_resamples": 300}, "latency_ms": mode,
+        "eager_latency_ms": eager, "interleave": {"eager_block": 4, "mode_block": 4}, "stats": {"median_ms": 5 * level},
+        "preparation": {"first_call_s": first_call_s}, "compile_s": first_call_s, "throughput": {"samples_per_s": 1},
+        "speedup": {"value": 2.0, "ci95": [1.9, 2.1]}, "steady_state": {"latency_ms": alone},
+        "correctness": {"passed": True}, "machine": {"busy": False, "others_share": 0.01},
+    }  # fmt: skip
+    return {**record, "processes": [replication.process_record(record)]}
+
+
+def test_an_experiment_in_three_processes_keeps_each_and_pools_them_with_two_level_intervals():
+    rng = np.random.default_rng(7)
+    exp = {"seed": 0, "mode_settings": {"kind": "compile"}}
+    results = [process_result(30.0, 1.0, rng), process_result(2.0, 1.1, rng), process_result(3.0, 0.9, rng)]
+    combined = replication.combine(exp, results, [])
+    assert [p["first_call_s"] for p in combined["processes"]] == [30.0, 2.0, 3.0]
+    assert combined["compile_s"] == 30.0  # the cold start is the first process's
+    assert combined["compile_warm_samples_s"] == [2.0, 3.0] and combined["compile_warm_s"] == 2.5
+    assert len(combined["latency_ms"]) == 120 and combined["stats"]["n"] == 120
+    assert combined["speedup"]["interval"] == "two-level" and combined["speedup"]["processes"] == 3
+    assert combined["speedup"]["ci95"][0] < 2.0 < combined["speedup"]["ci95"][1]
+    assert combined["warm_starts"]["warm"]["first_call_s"] == 2.0
+    assert [len(p["latency_ms"]) for p in combined["processes"]] == [40, 40, 40]
+    assert comparisons.speedup(combined).value == pytest.approx(combined["speedup"]["value"])
+
+
+def test_a_run_beside_a_cpu_hog_per_core_is_unstable_and_compare_does_not_call_it_a_regression(finished, tmp_path):
+    project, config, _ = finished
+    timed = {**config, "measure": {**config["measure"], "min_time_s": 1.5, "interleave_block": 5}}
+    config_path = tmp_path / "busy.yaml"
+    write_config(config_path, timed)
+    out = tmp_path / "busy" / "results" / "runs" / "cpu" / "resnet" / "eager.json"
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        run = compilebench(
+            "run", "--config", config_path, "--model", "resnet", "--mode", "eager", "--out", out, cwd=project
+        )
+    finally:
+        for hog in hogs:
+            hog.kill()
+    assert run.returncode == 0, run.stderr[-3000:]
+    machine = json.loads(out.read_text())["processes"][0]["machine"]
+    assert machine["busy"] is True and machine["others_share"] > comparisons.BUSY_SHARE, machine
+    done = compilebench("compare", project, out.parents[3], "--fail-on-regression")
+    assert done.returncode == 0, done.stdout + done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("cpu/resnet/eager:"))
+    assert "unclear (unstable)" in line and "REGRESSION" not in line
+    assert "1 measured unstably (unclear, not a regression)" in done.stdout
+    assert compilebench("compare", project, out.parents[3], "--fail-on-unstable").returncode == 1

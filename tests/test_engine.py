@@ -21,7 +21,7 @@ def experiment(model: str, mode: str, models: dict | None = None, **measure) -> 
 
 def assert_measured(result: dict, mode: str) -> None:
     assert result["status"] == "ok", result["error"]
-    assert result["schema"] == 1 and result["mode"] == mode
+    assert result["schema"] == 2 and result["mode"] == mode and len(result["processes"]) == 1
     latency = result["latency_ms"]
     assert len(latency) >= 4 and all(x > 0 for x in latency)
     s = result["stats"]

@@ -529,3 +529,26 @@ def test_hardware_resources_reach_only_that_hardwares_jobs(tmp_path):
             assert extra is None
         else:
             assert extra.group(1) == ("--exclusive --qos=high" if rule == "benchmark_run" else "--qos=high")
+
+
+def test_two_identical_hardware_entries_in_one_run_are_never_told_apart(tmp_path):
+    """A within-run A/A: the same CPU under two names, each experiment in two processes; no verdict may call one
+    faster or slower than the other."""
+    config = tiny_workflow_config(ASSETS_MIRROR)
+    config.update(
+        modes=["eager", "jit"],
+        models={"resnet": {**TINY_MODELS["resnet"], "modes": ["eager", "jit"]}},
+        hardware={"cpu": {"device": "cpu"}, "cpu-again": {"device": "cpu"}},
+        mode_definitions={},
+    )
+    config["measure"].update(processes=2, interleave_block=4, min_blocks=4, min_time_s=0.2)
+    project = copy_project(tmp_path, config)
+    snakemake(project, "results/tables/comparison.csv")
+    comparison = pd.read_csv(project / "results" / "tables" / "comparison.csv")
+    assert set(comparison["hardware"]) == {"cpu-again"} and len(comparison) == 4  # 2 experiments, 2 geometric means
+    assert set(comparison["verdict"]) <= {"same", "unclear"}, comparison[["model", "mode", "ratio", "verdict"]]
+    assert (comparison["processes"] == 2).all() and (comparison["base_processes"] == 2).all()
+    assert (comparison.loc[comparison["scope"] == "experiment", "interval"] == "two-level").all()
+    result = json.loads((project / "results" / "runs" / "cpu-again" / "resnet" / "jit.json").read_text())
+    assert result["schema"] == 2 and len(result["processes"]) == 2
+    assert result["speedup"]["interval"] == "two-level" and result["speedup"]["processes"] == 2

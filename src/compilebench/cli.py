@@ -35,6 +35,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("new", type=Path, help="the run to judge, likewise")
     p.add_argument("--threshold", type=float, default=comparisons.DEFAULT_THRESHOLD, help="the ± band of `same`")
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when anything regressed")
+    p.add_argument(
+        "--fail-on-unstable",
+        action="store_true",
+        help="exit 1 when either run measured an experiment unstably (a busy machine), so that CI reruns it",
+    )
     p.add_argument("--out", type=Path, help="write the comparison as CSV")
     p = sub.add_parser("check", help="validate a config or experiment file, as the workflow does before any job")
     p.add_argument("--config", type=Path, default=Path("config/config.yaml"), help="pipeline config (YAML)")
@@ -86,6 +91,9 @@ def compare(args: argparse.Namespace) -> int:
     print(comparisons.describe(table, only_base, only_new))
     if args.out:
         write_csv(table, args.out)
+    experiments = table[table["scope"] == "experiment"]
+    if args.fail_on_unstable and (experiments["unstable"] == True).any():  # noqa: E712
+        return 1
     return 1 if args.fail_on_regression and comparisons.regressions(table).any() else 0
 
 

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .errors import UserError
+from .modes import MODE_NAMES, base_mode
 from .results import read_result, run_result_paths
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 VERDICTS = ("faster", "slower", "same", "unclear")
 DEFAULT_THRESHOLD = 0.05
@@ -308,6 +312,8 @@ COLUMNS = [
 def within_run(results: list[dict], baseline: str | None, threshold: float) -> pd.DataFrame:
     """Every platform against the baseline platform, for each model and mode that ran ok on both: one row per
     experiment (`scope` experiment), and the geometric mean per platform and mode (`scope` geomean)."""
+    import pandas as pd
+
     run = by_experiment(results)
     baseline = baseline_of([key[0] for key in run], baseline)
     pairs = {
@@ -376,6 +382,8 @@ def between_runs(base: dict, new: dict, threshold: float) -> pd.DataFrame:
     verdict, and whether it regressed; then the geometric mean per hardware and mode. A status leaving `ok`, or
     a correctness check turning from pass to fail, is a regression whatever the timing; a `slower` verdict is
     one unless either run's measurement of it was unstable."""
+    import pandas as pd
+
     schemas = {
         side: sorted({r["schema"] for r in results.values()}) for side, results in (("BASE", base), ("NEW", new))
     }
@@ -414,6 +422,8 @@ BETWEEN_COLUMNS = [
 
 def change_against(previous: list[str | Path], current: list[dict], threshold: float) -> pd.DataFrame:
     """This run's results against a previous run's result files (`report.compare_with`); empty without one."""
+    import pandas as pd
+
     if not previous:
         return pd.DataFrame(columns=BETWEEN_COLUMNS)
     return between_runs(by_experiment(read_result(p) for p in previous), by_experiment(current), threshold)
@@ -455,6 +465,8 @@ def _regression(before: dict, after: dict, ratio: dict) -> str | None:
 def describe(table: pd.DataFrame, only_base: list, only_new: list) -> str:
     """What `compilebench compare` prints: a line per experiment, the geometric means, one-sided experiments,
     how many processes each verdict rests on, and a warning where a side had one."""
+    import pandas as pd
+
     lines = []
     experiments = table[table["scope"] == "experiment"]
     for row in experiments.to_dict("records"):
@@ -516,6 +528,7 @@ def _processes_said(experiments: pd.DataFrame) -> list[str]:
 
 def regressions(table: pd.DataFrame) -> pd.Series:
     """Which rows regressed: their `regression` says why (a table read back, or mixed with None, holds NaN)."""
+
     return table["regression"].map(lambda why: isinstance(why, str) and bool(why))
 
 
@@ -529,7 +542,8 @@ def mode_effects(results: list[dict], runs: pd.DataFrame, threshold: float) -> p
     """What a defined mode's settings changed: its speedup over eager against its built-in base mode's (same model
     and hardware), each measured against eager within its own job, so that what drifts between the two jobs cancels
     in each job's own ratio first."""
-    from .modes import MODE_NAMES, base_mode
+    import pandas as pd
+
     from .tables import settings_difference
 
     run = by_experiment(results)

@@ -257,7 +257,13 @@ def _cache_env(folder: Path) -> dict[str, str]:
 
 
 def _warm_starts(
-    exp: Experiment, python: str, caches: dict, bundle: Path, scratch: Path, deadline: float, earlier: dict | None
+    exp: Experiment,
+    python: str,
+    caches: dict,
+    bundle: Path,
+    scratch: Path,
+    deadline: float,
+    earlier: dict | None = None,
 ) -> dict:
     """The first call of a second fresh process that reads the caches the measurement wrote (`compile_warm_s`),
     and of a third that starts from torch's portable cache bundle alone (`compile_bundle_s`; null where torch

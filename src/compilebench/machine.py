@@ -10,6 +10,9 @@ import psutil
 from .comparisons import BUSY_SHARE
 
 IDLE_FIELDS = ("idle", "iowait", "steal", "guest", "guest_nice")  # guest time is counted in user time already
+# The kernel counts CPU time in ticks of 10 ms: over a shorter phase than this, one tick of another process would
+# read as a busy machine, so `busy` stays unjudged (None).
+SHORTEST_JUDGED_S = 1.0
 
 
 class Load:
@@ -31,6 +34,7 @@ class Load:
         capacity = max(end - begin, 1e-9) * (psutil.cpu_count() or 1)
         others = max(0.0, (used1 - used0) - (own1 - own0))
         others_share, steal_share = others / capacity, (steal1 - steal0) / capacity
+        judged = end - begin >= SHORTEST_JUDGED_S
         return {
             "wall_s": end - begin,
             "cpus": psutil.cpu_count(),
@@ -39,5 +43,5 @@ class Load:
             "steal_share": steal_share,
             "load_average": list(os.getloadavg()),
             "busy_share": BUSY_SHARE,
-            "busy": others_share > BUSY_SHARE or steal_share > BUSY_SHARE,
+            "busy": (others_share > BUSY_SHARE or steal_share > BUSY_SHARE) if judged else None,
         }

@@ -95,7 +95,8 @@ def settings_findings(effects: pd.DataFrame) -> list[str]:
         interval = _interval(row["ratio_ci95_low"], row["ratio_ci95_high"])
         verdict = said(row["verdict"], row.get("unstable"))
         if verdict == "same":
-            change = f"made no detectable difference against {row['base_mode']} ({row['ratio']:.2f}×, {interval}): same"
+            within = f"within ±{row['threshold']:.0%}"
+            change = f"ran as fast as {row['base_mode']} {within} ({row['ratio']:.2f}×, {interval}): same"
         else:
             change = f"ran {row['ratio']:.2f}× as fast as {row['base_mode']} ({interval}): {verdict}"
         findings.append(
@@ -211,7 +212,7 @@ def comparison_findings(comparison: pd.DataFrame) -> list[str]:
         counts = experiments["verdict"].value_counts()
         tally = (
             f"faster in {counts.get('faster', 0)}, slower in {counts.get('slower', 0)}, the same in "
-            f"{counts.get('same', 0)} and unclear in {counts.get('unclear', 0)}"
+            f"{counts.get('same', 0)} and unclear in {counts.get('unclear', 0)}{_unstable_count(experiments)}"
         )
         means = "; ".join(
             f"{r['mode']} {r['ratio']:.2f}× ({_interval(r['ratio_ci95_low'], r['ratio_ci95_high'])}, {r['verdict']})"
@@ -249,10 +250,17 @@ def change_findings(change: pd.DataFrame, previous: str) -> list[str]:
     return [
         f"Against the run in {previous}, of the {len(experiments)} experiments both runs hold, "
         f"{counts.get('faster', 0)} were faster, {counts.get('slower', 0)} slower, {counts.get('same', 0)} the same "
-        f"and {counts.get('unclear', 0)} unclear ({experiments['verdict'].isna().sum()} not timed on both sides); "
+        f"and {counts.get('unclear', 0)} unclear{_unstable_count(experiments)} "
+        f"({experiments['verdict'].isna().sum()} not timed on both sides); "
         f"geometric mean per mode: {means or 'none timed on both sides'}.",
         f"Regressions: {', '.join(regressed)}." if regressed else "No experiment regressed.",
     ]
+
+
+def _unstable_count(experiments: pd.DataFrame) -> str:
+    """` (2 of them measured unstably, not to be trusted)`, or nothing."""
+    count = int((experiments["unstable"] == True).sum()) if "unstable" in experiments else 0  # noqa: E712
+    return f" ({count} of them measured unstably, not to be trusted)" if count else ""
 
 
 def _times(value) -> str:

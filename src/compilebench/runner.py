@@ -189,7 +189,7 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None, cache_bundle:
             log.info("timing the mode alone again, for its steady state")
             alone_ms += timing.alone(call, clock, warmup=plan.warmup, **steady_loop)
         machine = load.report()
-        if machine["busy"]:
+        if machine["busy"] is True:
             log.warning("other work used the machine while this process measured: %s", machine)
         # A copy: a CUDA-graph replay (profiling below) may overwrite the buffer of a previous output.
         output = call().clone() if generator is None else generator.history[-1]
