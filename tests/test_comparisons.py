@@ -278,7 +278,7 @@ def test_an_experiment_in_three_processes_keeps_each_and_pools_them_with_two_lev
 
 def test_a_run_beside_a_cpu_hog_per_core_is_unstable_and_compare_does_not_call_it_a_regression(finished, tmp_path):
     project, config, _ = finished
-    timed = {**config, "measure": {**config["measure"], "min_time_s": 1.5, "interleave_block": 5}}
+    timed = {**config, "measure": {**config["measure"], "min_time_s": 1.0, "interleave_block": 5}}
     config_path = tmp_path / "busy.yaml"
     write_config(config_path, timed)
     out = tmp_path / "busy" / "results" / "runs" / "cpu" / "resnet" / "eager.json"
