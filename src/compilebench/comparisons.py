@@ -57,7 +57,7 @@ def said(verdict_word: str | None, unstable: bool | None) -> str | None:
     """A verdict as the paper and `compare` print it: an unstable measurement's is `unclear (unstable)`."""
     if verdict_word is None or (isinstance(verdict_word, float) and np.isnan(verdict_word)):
         return None
-    return "unclear (unstable)" if unstable is True else verdict_word
+    return "unclear (unstable)" if unstable == True else verdict_word  # noqa: E712 (a table holds numpy booleans)
 
 
 @dataclass(frozen=True)

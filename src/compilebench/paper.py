@@ -48,7 +48,7 @@ def key_findings(runs: pd.DataFrame, speedups: pd.DataFrame) -> list[str]:
             )
             continue
         row = others[others["mode"] == best["mode"]].iloc[0]
-        if row["against_noise"] != "faster" or row.get("unstable") is True:
+        if row["against_noise"] != "faster" or row.get("unstable") == True:  # noqa: E712
             findings.append(
                 f"On {hardware}, no mode is detectably faster than eager for {model}: the fastest, {best['mode']}, "
                 f"runs at {_speedup_against_noise(row)}."

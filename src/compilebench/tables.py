@@ -385,7 +385,7 @@ def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pd.Dat
         None if _missing(low) else detectable_change(low, high, threshold) for low, high in intervals
     ]
     modes["unstable"] = [
-        bool(run_busy is True or eager_busy is True or unsteady_floor(*floor, threshold))
+        bool(run_busy == True or eager_busy == True or unsteady_floor(*floor, threshold))  # noqa: E712
         for run_busy, eager_busy, floor in zip(
             modes["machine_busy"], [ok_eager["machine_busy"].get(key) for key in keys], floors
         )
