@@ -14,6 +14,7 @@ rule runs_table:
         "../envs/cpu.yaml"
     params:
         expected=get_run_identities,
+        foreign=get_foreign_results,
         downstream=get_final_output(),
     script:
         "../scripts/runs_table.py"

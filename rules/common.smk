@@ -10,7 +10,7 @@ from snakemake.exceptions import WorkflowError
 from compilebench import config as configuration
 from compilebench import REPORT_MODULES, TABLE_MODULES, engine_sources, layout, sources
 from compilebench.errors import ConfigError, UserError
-from compilebench.results import outdate_bad_results, read_json, run_result_paths
+from compilebench.results import foreign_results, read_json, run_result_paths
 from compilebench import modes, pyenv, records
 
 try:
@@ -109,6 +109,11 @@ def get_run_identities(wildcards):
         )
         for h, m, mode in benchmark_jobs()
     }
+
+
+def get_foreign_results(wildcards):
+    """Results on disk whose fingerprint is not their experiment's (normally none): read on every run."""
+    return foreign_results(get_run_identities(wildcards))
 
 
 def get_final_output():
@@ -323,12 +328,6 @@ def get_asset_source(wildcards):
 
 def get_model_spec(wildcards):
     return configuration.canonical(configuration.weights_entry(config, wildcards.model))
-
-
-# Every result is checked on every run, before anything trusts it: one that does not stand for its
-# experiment is redone by this run.
-for refused in outdate_bad_results(get_run_identities(None)):
-    print(f"compilebench: redoing a result: {refused}", file=sys.stderr)
 
 
 # Before any job of a real run on this machine (a dry run still shows the plan, say of a GPU

@@ -12,10 +12,11 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import write_config
+from helpers import TINY_MODELS, tiny_config, write_config
 from synthetic import synthetic_results
 
-from compilebench import cli, comparisons, replication
+from compilebench import cli, comparisons, jobs, replication
+from compilebench import config as configuration
 from compilebench.comparisons import Timed, paired
 
 
@@ -299,3 +300,24 @@ def test_a_run_beside_a_cpu_hog_per_core_is_unstable_and_compare_does_not_call_i
     assert "unclear (unstable)" in line and "REGRESSION" not in line
     assert "1 measured unstably (unclear, not a regression)" in done.stdout
     assert compilebench("compare", project, out.parents[3], "--fail-on-unstable").returncode == 1
+
+
+def test_two_identical_hardware_entries_are_never_told_apart(tmp_path):
+    """A within-run A/A: the same CPU under two names, each experiment in two processes, compared as the workflow's
+    comparison table compares them; no verdict may call one faster or slower than the other."""
+    raw = tiny_config({"resnet": TINY_MODELS["resnet"]}, modes=["eager"])
+    raw["hardware"] = {"cpu": {"device": "cpu"}, "cpu-again": {"device": "cpu"}}
+    raw["measure"].update(processes=2, interleave_block=4, min_blocks=4, min_time_s=0.2)
+    config = configuration.validate(raw)
+    reference = tmp_path / "reference.pt"
+    assert jobs.reference_job(configuration.reference_experiment(config, "resnet", "cpu"), reference) is None
+    results = []
+    for hardware in config["hardware"]:
+        exp = configuration.experiment(config, "resnet", "eager", hardware)
+        results.append(jobs.benchmark_job(exp, tmp_path / f"{hardware}.json", reference))
+    assert all(r["status"] == "ok" and len(r["processes"]) == 2 for r in results)
+    assert results[0]["noise"]["interval"] == "two-level" and results[0]["noise"]["processes"] == 2
+    comparison = comparisons.within_run(results, "cpu", 0.05)
+    assert set(comparison["hardware"]) == {"cpu-again"} and len(comparison) == 2  # the experiment, its geometric mean
+    assert set(comparison["verdict"]) <= {"same", "unclear"}, comparison[["model", "mode", "ratio", "verdict"]]
+    assert (comparison["processes"] == 2).all() and (comparison["interval"] == "two-level").all()

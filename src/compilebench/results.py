@@ -104,20 +104,22 @@ def read_result(path: str | Path, expected: dict[str, str] | None = None) -> Res
     return record
 
 
-def outdate_bad_results(expected: dict[str, dict[str, str]]) -> list[str]:
-    """Every existing result that `read_result` would refuse, made older than any input, so that the run in hand
-    redoes it: a file rewritten with its old mtime (as `cp -p`, `rsync -a` or `tar` leave it) would otherwise pass
-    until the runs table happened to rerun. Returns why each was outdated."""
-    outdated = []
+def foreign_results(expected: dict[str, dict[str, str]]) -> dict[str, str]:
+    """The result files on disk that do not carry the fingerprint (`experiment_sha256`) of the experiment they stand
+    for, with the one they carry ("unreadable" where none can be read). Cheap enough for every run: the runs table
+    takes it as a parameter, so that such a file makes it rerun and refuse the file even when the file kept an
+    old mtime (as `cp -p`, `rsync -a` or `tar` leave it)."""
+    foreign = {}
     for path, identity in expected.items():
         if not Path(path).exists():
             continue
         try:
-            read_result(path, identity)
-        except BadResult as bad:
-            os.utime(path, (0, 0))
-            outdated.append(str(bad))
-    return outdated
+            found = read_json(path).get("experiment_sha256")
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+            found = "unreadable"
+        if found != identity["experiment_sha256"]:
+            foreign[path] = str(found)
+    return foreign
 
 
 TIMED_SAMPLES = ("latency_ms", "eager_latency_ms")
