@@ -52,26 +52,7 @@ def combine(exp: dict, results: list[dict], notes: list[str]) -> dict:
         **first["throughput"],
         "samples_per_s": first["batch_size"] / (combined["stats"]["median_ms"] / 1e3),
     }
-    if first.get("noise"):
-        twin = [x for p in processes for x in p["twin_latency_ms"]]
-        ratio = comparisons.noise_floor(combined)
-        fields = ratio.record()
-        combined["noise"] = {"ratio": fields.pop("value"), **fields, "n": len(twin), "twin_latency_ms": twin}
-    if first.get("speedup"):
-        combined["eager_latency_ms"] = [x for p in processes for x in p["eager_latency_ms"]]
-        ratio = comparisons.speedup(combined)
-        eager_median = statistics.median(combined["eager_latency_ms"])
-        combined["speedup"] = {**ratio.record(), "eager_median_ms": eager_median, "n": len(latency_ms)}
-        steady = [p["steady_state"] for p in processes]
-        combined["steady_state"] = {
-            **stats.steady_state(
-                [p["latency_ms"] for p in processes],
-                [s["latency_ms"] for s in steady],
-                resamples=measure["bootstrap_resamples"],
-                seed=exp["seed"],
-            ),
-            "latency_ms": [x for s in steady for x in s["latency_ms"]],
-        }
+    combined.update(interleaved_fields(processes, measure, exp["seed"], eager=bool(first.get("noise"))))
     warm = warm_start_samples(results, exp["mode_settings"]["kind"])
     if warm:
         combined["compile_warm_samples_s"] = warm
@@ -92,6 +73,30 @@ def combine(exp: dict, results: list[dict], notes: list[str]) -> dict:
             ],
         }
     return combined
+
+
+def interleaved_fields(processes: list[dict], measure: dict, seed: int, *, eager: bool) -> dict:
+    """What a result states of its processes' interleaved samples: an eager result's noise floor (eager against its
+    twin), or a mode's speedup over eager and its steady state; pooled samples beside them, each ratio over all the
+    processes (two-level where there are several)."""
+    pooled = {"processes": processes, "measure": measure}
+    resamples = measure["bootstrap_resamples"]
+    if eager:
+        twin = [x for p in processes for x in p["twin_latency_ms"]]
+        fields = comparisons.noise_floor(pooled, seed=seed).record()
+        return {"noise": {"ratio": fields.pop("value"), **fields, "n": len(twin), "twin_latency_ms": twin}}
+    eager_ms = [x for p in processes for x in p["eager_latency_ms"]]
+    alone = [p["steady_state"]["latency_ms"] for p in processes]
+    steady = stats.steady_state([p["latency_ms"] for p in processes], alone, resamples=resamples, seed=seed)
+    return {
+        "eager_latency_ms": eager_ms,
+        "speedup": {
+            **comparisons.speedup(pooled, seed=seed).record(),
+            "eager_median_ms": statistics.median(eager_ms),
+            "n": sum(len(p["latency_ms"]) for p in processes),
+        },
+        "steady_state": {**steady, "latency_ms": [x for a in alone for x in a]},
+    }
 
 
 def warm_start_samples(results: list[dict], kind: str) -> list[float]:

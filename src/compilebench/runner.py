@@ -9,10 +9,9 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
-from . import comparisons, compile_phases, correctness, profiling, replication, stats, timing, wrappers
+from . import compile_phases, correctness, profiling, replication, stats, timing, wrappers
 from .dynamo_counters import CompilerHealth
 from .errors import Unsupported
 from .generation import Generation, GreedyGenerator, summarize_tokens
@@ -228,25 +227,20 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None, cache_bundle:
         record["profile"] = profiled
     median_s = record["stats"]["median_ms"] / 1e3
     record["throughput"] = {"samples_per_s": spec["batch_size"] / median_s}
-    resampling = {"resamples": settings["bootstrap_resamples"], "seed": exp["seed"]}
-    sides = [
-        (comparisons.Timed(np.asarray(eager_ms), plan.eager), comparisons.Timed(np.asarray(latency_ms), plan.mode))
-    ]
-    interleaved = comparisons.paired(sides, **resampling).record()
     block_s = None if settings.get("interleave_block") else settings["interleave_block_s"]
     record["interleave"] = plan.record(blocks, block_s)
     record["settings_effect"] = effect
     record["machine"] = machine
-    if exp["mode"] == "eager":
-        ratio = interleaved.pop("value")
-        record["noise"] = {"ratio": ratio, **interleaved, "n": len(latency_ms), "twin_latency_ms": eager_ms}
-    else:
-        record["eager_latency_ms"] = eager_ms
-        record["speedup"] = {**interleaved, "eager_median_ms": float(np.median(eager_ms)), "n": len(latency_ms)}
-        steady = stats.steady_state([latency_ms], [alone_ms], **resampling)
-        record["steady_state"] = {**steady, "latency_ms": alone_ms}
-        if record["steady_state"]["flagged"]:
-            log.warning("interleaving changed the mode's median: %s", record["steady_state"])
+    eager = exp["mode"] == "eager"
+    this_process = {
+        "latency_ms": latency_ms,
+        "twin_latency_ms" if eager else "eager_latency_ms": eager_ms,
+        "interleave": record["interleave"],
+        "steady_state": {"latency_ms": alone_ms},
+    }
+    record.update(replication.interleaved_fields([this_process], settings, exp["seed"], eager=eager))
+    if record.get("steady_state", {}).get("flagged"):
+        log.warning("interleaving changed the mode's median: %s", record["steady_state"])
     record["processes"] = [replication.process_record(record)]
     if timed_generations:
         record["generation"] = summarize_tokens(timed_generations, spec["batch_size"])
