@@ -29,9 +29,10 @@ include: "rules/common.smk"
 # On a cluster, downloads and Python environments (compute nodes often have no
 # internet; the venvs land on the shared file system), tables and the paper run
 # where snakemake runs; only environment, mode-check, reference and benchmark jobs
-# go to the hardware they describe.
+# go to the hardware they describe; an experiment's result is made from its processes' records here.
 localrules:
     all,
+    benchmark_run,
     asset_download,
     weights_download,
     python_env,

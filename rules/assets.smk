@@ -3,6 +3,7 @@ rule asset_download:
         layout.ASSET,
     log:
         "logs/assets/{asset}.log",
+    priority: PREPARATION_PRIORITY
     retries: 2
     conda:
         "../envs/cpu.yaml"
@@ -17,6 +18,7 @@ rule weights_download:
         directory(layout.WEIGHTS),
     log:
         "logs/weights/{model}.log",
+    priority: PREPARATION_PRIORITY
     retries: 2
     conda:
         "../envs/cpu.yaml"

@@ -7,6 +7,7 @@ rule reference_output:
         layout.REFERENCE,
     log:
         "logs/reference/{hardware}/{model}.log",
+    priority: PREPARATION_PRIORITY
     conda:
         get_conda_env
     threads: get_job_threads
@@ -19,7 +20,11 @@ rule reference_output:
         "../scripts/reference_output.py"
 
 
-rule benchmark_run:
+# An experiment's processes are jobs of their own, run in rounds: the first process of every
+# experiment, then the second of every experiment, and so on (a job's priority falls with its
+# process number), so that a slow spell of the machine hits one process of many experiments
+# rather than every process of one.
+rule benchmark_cold_process:
     input:
         env=layout.ENV_RECORD,
         reference=layout.REFERENCE,
@@ -27,9 +32,11 @@ rule benchmark_run:
         engine=ENGINE_SOURCES,
         downloads=get_model_inputs,
     output:
-        layout.RUN,
+        record=temp(layout.PROCESS.replace("{process}", "1")),
+        caches=temp(directory(layout.PROCESS_CACHES)),
     log:
-        "logs/benchmark/{hardware}/{model}/{mode}.log",
+        "logs/benchmark/{hardware}/{model}/{mode}/1.log",
+    priority: ROUNDS
     conda:
         get_conda_env
     threads: get_job_threads
@@ -38,5 +45,58 @@ rule benchmark_run:
         benchmark_slot=1,
     params:
         experiment=get_experiment,
+        process=1,
     script:
-        "../scripts/benchmark_run.py"
+        "../scripts/benchmark_process.py"
+
+
+rule benchmark_warm_process:
+    input:
+        env=layout.ENV_RECORD,
+        reference=layout.REFERENCE,
+        mode_check=get_mode_check,
+        engine=ENGINE_SOURCES,
+        downloads=get_model_inputs,
+        first=layout.PROCESS.replace("{process}", "1"),
+        caches=layout.PROCESS_CACHES,
+    output:
+        record=temp(layout.PROCESS),
+    log:
+        "logs/benchmark/{hardware}/{model}/{mode}/{process}.log",
+    wildcard_constraints:
+        process=LATER_PROCESS,
+    priority: get_process_priority
+    conda:
+        get_conda_env
+    threads: get_job_threads
+    resources:
+        **hardware_resources(exclusive=True),
+        benchmark_slot=1,
+    params:
+        experiment=get_experiment,
+        process=get_process_number,
+    script:
+        "../scripts/benchmark_process.py"
+
+
+# The result, made from its processes' records where snakemake runs (a few bootstraps), never
+# beside a measurement. The inputs the processes had are its own too, so that a change to any of
+# them redoes the processes, whose records are gone once a result stands.
+rule benchmark_run:
+    input:
+        processes=get_process_records,
+        env=layout.ENV_RECORD,
+        reference=layout.REFERENCE,
+        mode_check=get_mode_check,
+        engine=ENGINE_SOURCES,
+    output:
+        layout.RUN,
+    log:
+        "logs/benchmark/{hardware}/{model}/{mode}.log",
+    resources:
+        benchmark_slot=1,
+    params:
+        experiment=get_experiment,
+    run:
+        with log_file(log[0]):
+            result_job(params.experiment, input.processes, output[0])

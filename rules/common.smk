@@ -10,6 +10,8 @@ from snakemake.exceptions import WorkflowError
 from compilebench import config as configuration
 from compilebench import REPORT_MODULES, TABLE_MODULES, engine_sources, layout, sources
 from compilebench.errors import ConfigError, UserError
+from compilebench.joblog import log_file
+from compilebench.jobs import result_job
 from compilebench.results import foreign_results, read_json, run_result_paths
 from compilebench import modes, pyenv, records
 
@@ -99,6 +101,41 @@ def get_run_results(wildcards=None):
         layout.RUN.format(hardware=h, model=m, mode=mode)
         for h, m, mode in benchmark_jobs()
     ]
+
+
+def processes_wanted(hardware, model, mode):
+    return configuration.experiment(config, model, mode, hardware)["measure"][
+        "processes"
+    ]
+
+
+# Jobs run in rounds (rules/benchmark.smk): every job that prepares a measurement first, then
+# process 1 of every experiment, then process 2, ... Priorities stay above 0, snakemake's default.
+ROUNDS = max(
+    (
+        processes_wanted(h, m, mode)
+        for h in config["hardware"]
+        for m in config["models"]
+        for mode in configuration.model_modes(config, m)
+    ),
+    default=1,
+)
+PREPARATION_PRIORITY = ROUNDS + 1
+LATER_PROCESS = "[2-9]|[1-9][0-9]+"
+
+
+def get_process_number(wildcards):
+    return int(wildcards.process)
+
+
+def get_process_priority(wildcards):
+    return ROUNDS + 1 - int(wildcards.process)
+
+
+def get_process_records(wildcards):
+    """The records of an experiment's `measure.processes` processes, the cold one first."""
+    wanted = processes_wanted(wildcards.hardware, wildcards.model, wildcards.mode)
+    return [layout.PROCESS.format(**wildcards, process=k) for k in range(1, wanted + 1)]
 
 
 def get_run_identities(wildcards):

@@ -7,6 +7,7 @@ rule python_env:
         record=layout.PYTHON_ENV_RECORD,
     log:
         "logs/python_envs/{python_env}.log",
+    priority: PREPARATION_PRIORITY
     conda:
         "../envs/cpu.yaml"
     resources:
@@ -26,6 +27,7 @@ checkpoint environment_record:
         layout.ENV_RECORD,
     log:
         "logs/environment/{hardware}.log",
+    priority: PREPARATION_PRIORITY
     conda:
         get_conda_env
     threads: get_job_threads
@@ -48,6 +50,7 @@ rule mode_check:
         layout.MODE_CHECK,
     log:
         "logs/modes/{hardware}/{mode}.log",
+    priority: PREPARATION_PRIORITY
     conda:
         get_conda_env
     resources:

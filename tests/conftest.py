@@ -28,8 +28,8 @@ def config_file(tmp_path):
 @pytest.fixture(scope="session")
 def finished(tmp_path_factory):
     """The one finished tiny run most end-to-end tests assert on: every stage to the paper, a defined mode, a
-    sweep, warm starts, an unsupported mode, and one model whose reference cannot be computed. Tests that change
-    it leave it whole again."""
+    sweep, warm starts, an unsupported mode, one model whose reference cannot be computed, and one measured in two
+    processes (in rounds). Tests that change it leave it whole again."""
     import torch
 
     config = tiny_workflow_config(ASSETS_MIRROR)
@@ -37,6 +37,7 @@ def finished(tmp_path_factory):
     torch.save({"layer.weight": torch.zeros(2, 2)}, wrong)  # a real checkpoint, but not of a resnet18
     config["models"]["broken"] = {**TINY_MODELS["resnet"], "weights": str(wrong), "modes": ["eager", "compile-default"]}
     config["models"]["resnet"]["measure"] = {"warm_start": True}  # one model's compiles start again, warm
+    config["models"]["llama"]["measure"] = {"processes": 2}
     project = copy_project(tmp_path_factory.mktemp("project"), config)
     runs = {o for o in planned_outputs(project) if o.startswith("results/runs/")}
     done = snakemake(project)

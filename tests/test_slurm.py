@@ -127,7 +127,7 @@ def test_benchmark_jobs_did_not_overlap(on_slurm):
 
 def test_downloads_tables_and_report_ran_locally(on_slurm):
     submitted = {p.name.removeprefix("rule_") for p in (on_slurm / ".snakemake" / "slurm_logs").iterdir()}
-    assert submitted == {"environment_record", "reference_output", "benchmark_run"}
+    assert submitted == {"environment_record", "reference_output", "benchmark_cold_process"}
     html = (on_slurm / "results" / "report" / "paper.html").read_text()
     assert 'id="cluster-table"' in html and "<td>accel</td><td>gpu</td>" in html
     assert (on_slurm / "results" / "report" / "paper.pdf").is_file()

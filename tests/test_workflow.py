@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from html import unescape
+from pathlib import Path
 
 import pandas as pd
 import psutil
@@ -184,11 +185,41 @@ def test_end_to_end_produces_every_result_and_runs_table(finished):
     assert sha256_of(project / "resources" / "assets" / "dog.jpg") == config["assets"]["files"]["dog.jpg"]["sha256"]
 
 
+def measuring_processes(project: Path) -> list[tuple[str, int, str, str]]:
+    """Every measuring process of a run: (experiment, its number, started, finished), in the order they started."""
+    spans = []
+    for path in (project / "results" / "runs").glob("*/*/*.json"):
+        result = json.loads(path.read_text())
+        for k, process in enumerate(result.get("processes") or [], 1):
+            spans.append((str(path.relative_to(project)), k, process["started_at"], process["finished_at"]))
+    return sorted(spans, key=lambda span: span[2])
+
+
 def test_benchmark_jobs_never_overlap(finished):
     project, _, _ = finished
-    table = pd.read_csv(project / "results" / "tables" / "runs.csv").sort_values("started_at")
-    starts, ends = list(table["started_at"]), list(table["finished_at"])
-    assert all(later >= earlier for earlier, later in zip(ends, starts[1:]))
+    spans = measuring_processes(project)
+    assert len(spans) > 10
+    assert all(later[2] >= earlier[3] for earlier, later in zip(spans, spans[1:])), spans
+
+
+def test_an_experiments_processes_run_in_rounds_and_only_its_result_is_kept(finished):
+    """The second processes of the two-process model start after the first process of every experiment, so that a
+    slow spell of the machine cannot fall on both of one experiment's processes alone."""
+    project, _, _ = finished
+    spans = measuring_processes(project)
+    second = [span for span in spans if span[1] == 2]
+    assert {span[0] for span in second} == {
+        f"results/runs/cpu/llama/{mode}.json" for mode in ("eager", "compile-default")
+    }
+    assert max(span[2] for span in spans if span[1] == 1) < min(span[2] for span in second), spans
+    for mode in ("eager", "compile-default"):
+        result = json.loads((project / "results" / "runs" / "cpu" / "llama" / f"{mode}.json").read_text())
+        ratio = result["noise"] if mode == "eager" else result["speedup"]
+        assert ratio["interval"] == "two-level" and ratio["processes"] == 2 and result["processes_notes"] == []
+    assert json.loads((project / "results" / "runs" / "cpu" / "llama" / "compile-default.json").read_text())[
+        "compile_warm_samples_s"
+    ]
+    assert not list((project / "results").glob("processes/**/*.json"))  # the records went once the result stood
 
 
 def test_second_run_has_nothing_to_do(finished):
@@ -228,7 +259,7 @@ def test_added_mode_adds_only_its_jobs(finished):
         runs = {o for o in planned_outputs(project) if o.startswith("results/")}
     finally:
         write_config(project / "config" / "config.yaml", config)
-    assert {o for o in runs if not o.startswith("results/report/")} == {
+    assert {o for o in runs if not o.startswith(("results/report/", "results/processes/"))} == {
         "results/runs/cpu/llama/compile-reduce-overhead.json",
         *(layout.table(name) for name in layout.TABLE_NAMES),
     }
@@ -531,11 +562,20 @@ def test_hardware_resources_reach_only_that_hardwares_jobs(tmp_path):
         hardware = re.search(r"wildcards: hardware=(\w+)", block)
         if hardware:
             jobs.append((rule, hardware.group(1), re.search(r"resources: (.+)", block).group(1)))
-    assert {rule for rule, _, _ in jobs} == {"environment_record", "mode_check", "reference_output", "benchmark_run"}
+    assert {rule for rule, _, _ in jobs} == {
+        "environment_record",
+        "mode_check",
+        "reference_output",
+        "benchmark_cold_process",
+        "benchmark_run",
+    }
     for rule, hardware, resources in jobs:
+        if rule == "benchmark_run":  # made where snakemake runs, from its processes' records
+            assert "slurm" not in resources and "gres" not in resources
+            continue
         assert ("slurm_partition=mi210" in resources and "gres=gpu:1" in resources) == (hardware == "big")
         extra = re.search(r"slurm_extra=([^,]*)", resources)
         if hardware == "shared":
             assert extra is None
         else:
-            assert extra.group(1) == ("--exclusive --qos=high" if rule == "benchmark_run" else "--qos=high")
+            assert extra.group(1) == ("--exclusive --qos=high" if rule.endswith("_process") else "--qos=high")

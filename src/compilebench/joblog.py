@@ -43,6 +43,27 @@ def logging_to(path: str | Path):
                 os.close(fd)
 
 
+@contextlib.contextmanager
+def log_file(path: str | Path):
+    """Send compilebench's logging to a job's log file, for a job that runs inside snakemake's own process, whose
+    stdout and stderr stay as they are."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    logger = logging.getLogger("compilebench")
+    logger.addHandler(handler)
+    level, logger.level = logger.level, logging.INFO
+    try:
+        yield
+    except Exception as exc:
+        log.error("%s", exc)
+        raise
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        handler.close()
+
+
 def _plain_message(exc: Exception) -> str:
     from .errors import UserError
 

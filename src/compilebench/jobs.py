@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import platform
+import shutil
 import sys
 import tempfile
 import time
@@ -164,40 +165,75 @@ def reference_job(exp: Experiment, out: str | Path, env_record: str | Path | Non
 def benchmark_job(
     exp: Experiment, out: str | Path, reference: str | Path | None = None, env_record: str | Path | None = None
 ) -> dict:
-    """Measure one experiment within `measure.timeout_s`, compile included; the result is written whatever happens.
+    """Measure one experiment in its `measure.processes` processes, one after another, and write its result: the
+    command line's way. The workflow runs each process as a job of its own (`process_job`), so that the rounds of
+    all experiments interleave, and makes the result from them afterwards (`result_job`)."""
+    with tempfile.TemporaryDirectory(prefix="compilebench-processes-") as folder:
+        paths = [Path(folder) / f"{k}.json" for k in range(1, exp["measure"]["processes"] + 1)]
+        caches = Path(folder) / "caches"
+        for k, path in enumerate(paths, 1):
+            process_job(exp, path, k, caches, reference=reference, env_record=env_record, first=paths[0])
+        return result_job(exp, paths, out)
 
-    The measurement runs in a child process that leads its own process group, so that
-    a job past its time is stopped with everything it started (inductor's compile
-    workers included), and a crash of the child (a segfault, the OOM killer) still
-    leaves a `failed` result. A failed environment check or reference fails it before it starts.
+
+def process_job(
+    exp: Experiment,
+    out: str | Path,
+    process: int,
+    caches: str | Path,
+    *,
+    reference: str | Path | None = None,
+    env_record: str | Path | None = None,
+    first: str | Path | None = None,
+) -> dict:
+    """Measure one experiment in one fresh process, within `measure.timeout_s` (compile included); the record is
+    written whatever happens.
+
+    Process 1 compiles cold into `caches` (with `measure.private_cache`) and, where asked, starts again from them
+    and from torch's cache bundle; a later process starts from a copy of them, so its first call is a warm start.
+    The measurement runs in a child process that leads its own process group, so that a process past its time is
+    stopped with everything it started (inductor's compile workers included), and a crash of the child (a segfault,
+    the OOM killer) still leaves a `failed` record. A failed environment check, reference or first process fails it
+    before it starts.
     """
     die_with_snakemake()
     apply_hardware(exp["hardware_env"], exp["threads"])
     timeout_s = exp["measure"]["timeout_s"]
     started_at = now()
     Path(out).unlink(missing_ok=True)  # what the parent reads afterwards is this run's, or nothing
+    caches = Path(caches)
+    if process == 1:
+        shutil.rmtree(caches, ignore_errors=True)
+        caches.mkdir(parents=True)  # the cold start's: empty
     upstream = [
         (f"the environment check of hardware `{exp['hardware']}`", failure_of(env_record)),
         (f"the eager reference of `{exp['model']}` on `{exp['hardware']}`", failure_of(reference)),
     ]
+    if process > 1:
+        upstream.append((f"process 1 of {exp['measure']['processes']}", _not_ok(first)))
     for step, error in upstream:
         if error:
             return _write_stopped(exp, out, "failed", started_at, _upstream_failed(step, error)["message"])
     deadline = time.monotonic() + timeout_s
     python = pyenv.interpreter(exp.get("python_env"))
+    private = exp["measure"]["private_cache"]
     with tempfile.TemporaryDirectory(prefix="compilebench-job-") as scratch:
-        caches = _cache_env(Path(scratch) / "caches") if exp["measure"]["private_cache"] else {}
-        bundle = Path(scratch) / "cache-bundle.bin"
+        scratch = Path(scratch)
+        if process > 1 and private:
+            shutil.copytree(caches, scratch / "caches")  # the first's caches stay as it left them
+        cache_env = _cache_env(caches if process == 1 else scratch / "caches") if private else {}
+        bundle = scratch / "cache-bundle.bin"
+        measured = exp if process == 1 else {**exp, "measure": {**exp["measure"], "profile": False}}
         request = {
             "job": "benchmark",
-            "exp": exp,
+            "exp": measured,
             "out": str(out),
             "reference": _str(reference),
             "env_record": _str(env_record),
-            "caches_given": bool(caches),
-            "cache_bundle": str(bundle) if _warm_starts_wanted(exp) and exp["measure"]["bundle_start"] else None,
+            "caches_given": bool(cache_env),
+            "cache_bundle": str(bundle) if process == 1 and _bundle_wanted(exp) else None,
         }
-        returncode = supervised(request, timeout_s, python=python, env=caches)
+        returncode = supervised(request, timeout_s, python=python, env=cache_env)
         if returncode is None:
             message = f"stopped after measure.timeout_s = {timeout_s} s (compile included)"
             log.error("%s", message)
@@ -205,46 +241,47 @@ def benchmark_job(
         if returncode != 0 or not Path(out).exists():
             return _write_stopped(exp, out, "failed", started_at, f"the benchmark process {death(returncode)}")
         result = read_json(out)
-        if result["status"] == "ok" and exp["measure"]["processes"] > 1:
-            result = _more_processes(exp, result, request, python, caches, Path(scratch), deadline)
-            write_json(out, result)
-        if result["status"] == "ok" and _warm_starts_wanted(exp):
-            starts = _warm_starts(exp, python, caches, bundle, Path(scratch), deadline, result.get("warm_starts"))
+        if result["status"] == "ok" and process == 1 and _warm_starts_wanted(exp):
+            starts = _warm_starts(exp, python, cache_env, bundle, scratch, deadline)
             result.update(starts, finished_at=now())
             write_json(out, result)
     return result
 
 
-def _more_processes(
-    exp: Experiment, first: dict, request: dict, python: str, caches: dict, scratch: Path, deadline: float
-) -> dict:
-    """Measure again in `measure.processes` − 1 fresh processes, one after another, each on the caches the first
-    wrote (a warm start), within the time `measure.timeout_s` leaves; a process stopped or failed is noted and the
-    result rests on the processes that finished."""
-    wanted, results, notes = exp["measure"]["processes"], [first], []
-    replicate = {**exp, "measure": {**exp["measure"], "profile": False}}  # the first process profiles, if asked
-    for i in range(1, wanted):
-        left = deadline - time.monotonic()
-        if left <= 1:
-            notes.append(f"processes {i + 1}–{wanted} did not run: measure.timeout_s was spent")
-            break
-        out = scratch / f"process-{i}.json"
-        returncode = supervised(
-            {**request, "exp": replicate, "out": str(out), "cache_bundle": None}, left, python=python, env=caches
-        )
-        done = read_json(out) if returncode == 0 and out.is_file() else None
-        if done is None or done["status"] != "ok":
-            why = (
-                "ran past measure.timeout_s"
-                if returncode is None
-                else (f"was {done['status']}: {done['error']['message']}" if done else death(returncode))
-            )
-            notes.append(f"process {i + 1} of {wanted} {why}")
-            log.error("process %d of %d %s; the result rests on the others", i + 1, wanted, why)
-            continue
-        results.append(done)
-    log.info("measured in %d of %d processes", len(results), wanted)
-    return {**replication.combine(exp, results, notes), "finished_at": now()}
+def result_job(exp: Experiment, process_records: list[str | Path], out: str | Path) -> dict:
+    """An experiment's result from the records of its processes, in order: the first one's status where it was not
+    ok; else the ok ones together (`replication.combine`), each later one that failed or ran out of time noted, and
+    the result resting on the others."""
+    records = [read_json(path) for path in process_records]
+    first, wanted = records[0], len(records)
+    if first["status"] != "ok" or wanted == 1:
+        result = {**first, "processes": [_stamped(first, p) for p in first.get("processes") or []]}
+    else:
+        finished, notes = [first], []
+        for k, record in enumerate(records[1:], 2):
+            if record["status"] == "ok":
+                finished.append(record)
+                continue
+            notes.append(f"process {k} of {wanted} was {record['status']}: {record['error']['message']}")
+            log.error("%s; the result rests on the others", notes[-1])
+        log.info("measured in %d of %d processes", len(finished), wanted)
+        stamped = [{**r, "processes": [_stamped(r, p) for p in r["processes"]]} for r in finished]
+        result = {**replication.combine(exp, stamped, notes), "finished_at": finished[-1]["finished_at"]}
+    write_json(out, result)
+    return result
+
+
+def _stamped(record: dict, process: dict) -> dict:
+    """A process's entry with the times its measuring process started and ended."""
+    return {**process, "started_at": record["started_at"], "finished_at": record["finished_at"]}
+
+
+def _not_ok(record_path: str | Path | None) -> ErrorInfo | None:
+    """Why the process record at `record_path` is not ok, as an error; None when it is."""
+    record = read_json(record_path)
+    if record["status"] == "ok":
+        return None
+    return {"message": f"it was {record['status']}: {record['error']['message']}", "traceback": ""}
 
 
 def _warm_starts_wanted(exp: Experiment) -> bool:
@@ -256,20 +293,18 @@ def _cache_env(folder: Path) -> dict[str, str]:
     return {"TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), "TRITON_CACHE_DIR": str(folder / "triton")}
 
 
-def _warm_starts(
-    exp: Experiment,
-    python: str,
-    caches: dict,
-    bundle: Path,
-    scratch: Path,
-    deadline: float,
-    earlier: dict | None = None,
-) -> dict:
-    """The first call of a second fresh process that reads the caches the measurement wrote (`compile_warm_s`),
-    and of a third that starts from torch's portable cache bundle alone (`compile_bundle_s`; null where torch
-    has no bundle). Each runs in the time `measure.timeout_s` leaves; one stopped or failed keeps the rest."""
+def _bundle_wanted(exp: Experiment) -> bool:
+    return _warm_starts_wanted(exp) and exp["measure"]["bundle_start"]
+
+
+def _warm_starts(exp: Experiment, python: str, caches: dict, bundle: Path, scratch: Path, deadline: float) -> dict:
+    """The first call of a second fresh process that reads the caches the measurement wrote (`compile_warm_s`;
+    with several processes, the later ones are the warm starts instead), and of a third that starts from torch's
+    portable cache bundle alone (`compile_bundle_s`; null where torch has no bundle). Each runs in the time
+    `measure.timeout_s` leaves; one stopped or failed keeps the rest."""
     starts = {"warm": None, "bundle": None, "notes": []}
-    plans = [("warm", caches, None)] if exp["measure"]["processes"] == 1 else []
+    one_process = exp["measure"]["processes"] == 1
+    plans = [("warm", caches, None)] if one_process else []
     if not exp["measure"]["bundle_start"]:
         starts["notes"].append("no start from the cache bundle: measure.bundle_start is false")
     elif bundle.is_file():
@@ -297,14 +332,10 @@ def _warm_starts(
             why = "ran past measure.timeout_s" if returncode is None else death(returncode)
             starts["notes"].append(f"the {name} start {why}")
             log.error("the %s start %s; the result keeps the cold measurement", name, why)
-    if exp["measure"]["processes"] > 1:  # the later processes were the warm starts
-        starts.update(warm=(earlier or {}).get("warm"), notes=[*(earlier or {}).get("notes", []), *starts["notes"]])
-        return {"compile_bundle_s": (starts["bundle"] or {}).get("first_call_s"), "warm_starts": starts}
-    return {
-        "compile_warm_s": (starts["warm"] or {}).get("first_call_s"),
-        "compile_bundle_s": (starts["bundle"] or {}).get("first_call_s"),
-        "warm_starts": starts,
-    }
+    fields = {"compile_bundle_s": (starts["bundle"] or {}).get("first_call_s"), "warm_starts": starts}
+    if one_process:
+        fields["compile_warm_s"] = (starts["warm"] or {}).get("first_call_s")
+    return fields
 
 
 def _upstream_failed(step: str, error: ErrorInfo) -> ErrorInfo:

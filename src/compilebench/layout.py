@@ -25,6 +25,10 @@ ENV_RECORD = str(RESULTS / "env" / "{hardware}.json")
 MODE_CHECK = str(RESULTS / "modes" / "{hardware}" / "{mode}.json")
 REFERENCE = str(RESULTS / "reference" / "{hardware}" / "{model}.pt")
 RUN = str(RESULTS / "runs" / "{hardware}" / "{model}" / "{mode}.json")
+# An experiment's measuring processes, each a job of its own (rounds): the first compiles cold into its caches, the
+# later ones start warm from a copy of them. Both are kept only until the result is made from them.
+PROCESS = str(RESULTS / "processes" / "{hardware}" / "{model}" / "{mode}" / "{process}.json")
+PROCESS_CACHES = str(RESULTS / "processes" / "{hardware}" / "{model}" / "{mode}" / "caches")
 TRACE = str(TRACES_DIR / "{hardware}" / "{model}" / "{mode}.json")
 TABLE = str(TABLES_DIR / "{table}.csv")
 FIGURE = str(FIGURES_DIR / "{figure}.{ext}")

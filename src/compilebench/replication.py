@@ -58,7 +58,7 @@ def combine(exp: dict, results: list[dict], notes: list[str]) -> dict:
         combined["compile_warm_samples_s"] = warm
         combined["compile_warm_s"] = statistics.median(warm)
     if exp["mode_settings"]["kind"] == "compile" and len(results) > 1:
-        second = results[1]
+        second, earlier = results[1], first.get("warm_starts") or {}
         combined["warm_starts"] = {
             "warm": {
                 "first_call_s": second["preparation"]["first_call_s"],
@@ -66,10 +66,11 @@ def combine(exp: dict, results: list[dict], notes: list[str]) -> dict:
                 "settings_effect": second.get("settings_effect"),
                 "cache_hits": None,
             },
-            "bundle": None,
+            "bundle": earlier.get("bundle"),
             "notes": [
+                *earlier.get("notes", []),
                 f"the warm start shown is process 2 of {len(results)}; compile_warm_s is the median of all "
-                f"{len(warm)} later processes' first calls"
+                f"{len(warm)} later processes' first calls",
             ],
         }
     return combined
