@@ -167,6 +167,7 @@ rule mode_effects_table:
 
 rule scaling_table:
     input:
+        results=get_run_results,
         runs=layout.table("runs"),
         code=TABLE_SOURCES,
     output:
@@ -179,6 +180,8 @@ rule scaling_table:
         "logs/aggregate/scaling_table.log",
     conda:
         "../envs/cpu.yaml"
+    params:
+        threshold=get_threshold,
     script:
         "../scripts/scaling_table.py"
 

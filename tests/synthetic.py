@@ -164,7 +164,7 @@ def synthetic_sweep(folder: Path, batches=(1, 4, 16)) -> list[Path]:
                 correctness={"passed": True, "cosine": 1.0, "max_abs_err": 0.0},
             )  # fmt: skip
             if mode != "eager":
-                record["speedup"] = speedup(eager, samples, resamples=200)
+                record.update(speedup=speedup(eager, samples, resamples=200), eager_latency_ms=eager)
             path = folder / "runs" / "cpu" / point / f"{mode}.json"
             write_json(path, record)
             paths.append(path)

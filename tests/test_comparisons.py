@@ -149,6 +149,28 @@ def test_compare_calls_a_status_or_correctness_change_a_regression_and_lists_one
     assert "only in BASE: cpu/llama/eager" in done.stdout
 
 
+def test_compare_of_runs_whose_only_shared_experiment_failed_prints_the_regression_and_exits_1(tmp_path):
+    """Nothing is timed on both sides, so there is no interval and no geometric mean: the gate still reports the
+    status change, by design rather than by a crash, whatever the flags."""
+    from compilebench.records import REQUIRED_KEYS
+
+    synthetic_results(tmp_path / "base" / "results")
+    kept = tmp_path / "base" / "results" / "runs" / "cpu" / "resnet" / "eager.json"
+    for path in (tmp_path / "base").rglob("*.json"):
+        if path != kept:
+            path.unlink()
+    new = scaled_copy(tmp_path / "base", tmp_path / "new", 1.0)
+    ok = json.loads(kept.read_text())
+    failed = {key: ok[key] for key in REQUIRED_KEYS} | {"status": "failed", "error": {"message": "boom"}}
+    (new / "results" / "runs" / "cpu" / "resnet" / "eager.json").write_text(json.dumps(failed))
+    for flags in ((), ("--fail-on-regression",)):
+        done = compilebench("compare", tmp_path / "base", new, *flags)
+        assert "Traceback" not in done.stderr, done.stderr
+        assert "cpu/resnet/eager: ok → failed, not timed on both sides  REGRESSION (status ok → failed)" in done.stdout
+        assert "1 experiment regressed" in done.stdout
+        assert done.returncode == (1 if flags else 0)
+
+
 def test_compare_refuses_a_folder_without_results_and_runs_of_two_schemas(tmp_path):
     synthetic_results(tmp_path / "base" / "results")
     (tmp_path / "empty").mkdir()

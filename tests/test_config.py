@@ -204,6 +204,29 @@ BAD_VALUES = {
     "float batch size": (lambda c, t: c["models"]["vit"].update(batch_size=2.0), "models.vit.batch_size"),
     "float threads": (lambda c, t: c["hardware"]["cpu"].update(threads=2.0), "hardware.cpu.threads"),
     "seed beyond what torch takes": (lambda c, t: c.update(seed=2**70), "`seed`"),
+    "seq_len sweep on an image model": (
+        lambda c, t: c["models"]["resnet"].update(sweep={"seq_len": [8, 16]}),
+        "models.resnet.sweep.seq_len",
+    ),
+    "image_size sweep on a transformers vision model": (
+        lambda c, t: c["models"]["vit"].update(sweep={"image_size": [32, 64]}),
+        "models.vit.sweep.image_size",
+    ),
+    "new_tokens sweep on a classifier": (
+        lambda c, t: c["models"]["resnet"].update(sweep={"new_tokens": [4, 8]}),
+        "models.resnet.sweep.new_tokens",
+    ),
+    # Snakemake refuses a wildcard that ends in a substring repeated 20 times; 64 characters pass the name rule.
+    "periodic mode name": (
+        lambda c, t: c.update(
+            mode_definitions={"a" * 64: {"kind": "compile", "compile": {"mode": "default"}}}, modes=["eager", "a" * 64]
+        ),
+        "mode_definitions." + "a" * 64,
+    ),
+    "periodic model name": (
+        lambda c, t: c["models"].update({"ab" * 20: c["models"].pop("vit")}),
+        "models." + "ab" * 20,
+    ),
 }
 
 

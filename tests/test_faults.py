@@ -87,6 +87,25 @@ def test_a_model_too_big_for_the_device_fails_its_reference_and_each_benchmark_n
     assert "need about 293 GiB" in result["error"]["message"]
 
 
+def test_a_batch_whose_activations_cannot_fit_is_refused_before_anything_is_allocated():
+    """The weights of the tiny resnet are a few MB; a million images of it are not: the tensors of one forward pass
+    are counted on the meta device, op by op, as they are made and freed."""
+    from compilebench import models
+
+    spec = experiment("resnet", "eager")["spec"]
+    per_image = (3 * 32 * 32 + 64 * 16 * 16) * 4  # the input and the first convolution's output, in float32
+    peak = models.estimated_activation_bytes("resnet", {**spec, "batch_size": 64})
+    assert 64 * per_image <= peak <= 10 * 64 * per_image
+    assert models.estimated_activation_bytes("llama", experiment("llama", "eager")["spec"]) > 0  # transformers too
+    huge = {**spec, "batch_size": 1_000_000}
+    with pytest.raises(models.ModelError) as refused:
+        models.check_fits("resnet", huge, "cpu")
+    message = str(refused.value)
+    assert message.startswith("Config key `models.resnet`: one forward pass at batch_size 1000000 needs about")
+    assert "smaller batch_size" in message
+    models.check_fits("resnet", {**spec, "batch_size": 64}, "cpu")  # what fits passes
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
 def test_a_failed_environment_check_is_a_record_and_its_jobs_say_why_they_did_not_run(tmp_path):
     env_record = tmp_path / "env.json"

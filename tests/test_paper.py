@@ -10,7 +10,7 @@ from synthetic import FLAGGED, MEASURED_CEILINGS, synthetic_results, synthetic_s
 from compilebench import config as configuration
 from compilebench import figures, paper, tables
 from compilebench.layout import FIGURE_TABLES, PAPER_TABLES
-from compilebench.results import read_json, write_json
+from compilebench.results import read_json, read_results, write_json
 from compilebench.standalone import write_tables
 
 REPORT = ROOT / "report"
@@ -136,15 +136,21 @@ def test_paper_shows_limits_top_operators_and_an_unbacked_fast_math_request(pape
     assert "no native bf16 instructions" in html
 
 
-def test_scaling_findings_say_how_the_speedup_moves_with_its_interval(tmp_path):
+def test_scaling_findings_state_the_change_across_the_sweep_as_a_comparison(tmp_path):
     import pandas as pd
 
-    scaling = tables.scaling(tables.runs_table(synthetic_sweep(tmp_path)))
+    paths = synthetic_sweep(tmp_path)
+    scaling = tables.scaling(tables.runs_table(paths), read_results(paths), 0.05)
+    compiled = scaling[scaling["mode"] == "compile-default"]
+    assert compiled["change_verdict"].isna().iloc[0]  # the first point is what the others are set against
+    assert list(compiled["change_verdict"].iloc[1:]) == ["slower", "slower"]  # 2.0x, then 1.5x and 1.05x
+    assert compiled["change"].iloc[-1] == pytest.approx(1.05 / 2.0, rel=0.05)
     (finding,) = paper.scaling_findings(scaling)
-    assert finding.startswith("On cpu, compile-default's speedup on net falls from 2.0")
-    assert "at batch size 1 to 1.0" in finding and finding.endswith("at batch size 16.") and "95% CI" in finding
-    flat = scaling.assign(speedup_ci95_low=0.5, speedup_ci95_high=3.0)
-    assert "shows no detectable change" in paper.scaling_findings(pd.DataFrame(flat))[0]
+    assert finding.startswith("On cpu, compile-default's speedup on net went from 2.0")
+    assert "at batch size 1 to 1.0" in finding and "at batch size 16: 0.5" in finding and "95% CI" in finding
+    assert finding.endswith(", slower.")
+    wide = scaling.assign(change_ci95_low=0.4, change_ci95_high=1.2, change_verdict="unclear")
+    assert paper.scaling_findings(pd.DataFrame(wide))[0].endswith(", unclear.")
 
 
 def test_published_figures_without_source_or_hardware_still_render(paper_inputs):

@@ -146,6 +146,26 @@ def test_editing_the_requirements_file_rebuilds_that_environment_and_reruns_only
     assert "results/env/cpu.json" not in measured
 
 
+def test_a_moved_project_reruns_nothing_and_its_environment_imports_the_moved_checkout(two_torches):
+    project, _ = two_torches
+    moved = project.with_name(project.name + "-moved")
+    project.rename(moved)  # as `mv` moves it; a copy keeps the old one, which nothing in the venv names
+    try:
+        assert planned_outputs(moved, "--configfile", "config/experiments/torch-versions.yaml") == set()
+        python = str(moved / "resources" / "python_envs" / OLD / "venv" / "bin" / "python")
+        probe = "import compilebench, torch; print(compilebench.__file__, torch.__version__)"
+        child = {**os.environ, "PYTHONPATH": str(moved / "src")}  # what every job gives its measuring child
+        where, version = subprocess.run(
+            [python, "-c", probe], env=child, capture_output=True, text=True, check=True
+        ).stdout.split()
+        assert where.startswith(str(moved / "src")) and version.startswith("2.13")
+        alone = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        bare = subprocess.run([python, "-c", "import compilebench"], env=alone, capture_output=True, text=True)
+        assert "No module named 'compilebench'" in bare.stderr  # no path into any checkout is kept in the venv
+    finally:
+        moved.rename(project)
+
+
 def test_a_requirement_pip_cannot_resolve_fails_the_build_with_pips_last_error_line(tmp_path):
     (tmp_path / "bad.txt").write_text("compilebench-no-such-package==1.0\n")
     record = pyenv.build("bad", tmp_path / "bad.txt", tmp_path / "venv", tmp_path / "build.json")

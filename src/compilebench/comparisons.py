@@ -529,7 +529,7 @@ def _processes_said(experiments: pd.DataFrame) -> list[str]:
 def regressions(table: pd.DataFrame) -> pd.Series:
     """Which rows regressed: their `regression` says why (a table read back, or mixed with None, holds NaN)."""
 
-    return table["regression"].map(lambda why: isinstance(why, str) and bool(why))
+    return table["regression"].map(lambda why: isinstance(why, str) and bool(why)).astype(bool)  # empty: still bool
 
 
 MODE_EFFECT_COLUMNS = [

@@ -121,6 +121,7 @@ def validate(config: dict) -> dict:
     _check_baseline(config)
     _check_compare_with(config)
     config["models"] = expand_sweeps(config["models"])
+    _check_wildcard_names(config)
     _check_mode_definitions(config["mode_definitions"])
     _check_mode_names("modes", config["modes"], config)
     _check_iterations("measure", config["measure"])
@@ -210,6 +211,8 @@ def expand_sweeps(models: dict) -> dict:
             expanded[name] = entry
             continue
         keys = [k for k in SWEEP_KEYS if k in entry["sweep"]]
+        for key in keys:
+            _check_sweep_axis(name, entry, key)
         for point in itertools.product(*(entry["sweep"][k] for k in keys)):
             values = dict(zip(keys, point))
             point_name = sweep_point_name(name, values)
@@ -226,6 +229,55 @@ def expand_sweeps(models: dict) -> dict:
             base = {k: v for k, v in entry.items() if k != "sweep"}
             expanded[point_name] = {**base, **values, "sweep_of": name, "swept": values}
     return expanded
+
+
+# Snakemake refuses a wildcard value that ends in one substring repeated 20 times or more (it takes it for a
+# rule matching its own output without end): a model, mode or hardware name is such a value.
+PERIODIC_NAME = re.compile(r"(?P<unit>.+?)(?P=unit){19,}$")
+
+
+def _check_wildcard_names(config: dict) -> None:
+    names = [
+        *((f"hardware.{name}", name) for name in config["hardware"]),
+        *((f"models.{entry.get('sweep_of', name)}", name) for name, entry in config["models"].items()),
+        *((f"mode_definitions.{name}", name) for name in config["mode_definitions"]),
+        *((f"modes.{i}", name) for i, name in enumerate(config["modes"])),
+    ]
+    for key, name in names:
+        if periodic := PERIODIC_NAME.search(name):
+            raise ConfigError(
+                f"Config key `{key}` names {name!r}, which ends in {periodic['unit']!r} repeated "
+                f"{len(periodic[0]) // len(periodic['unit'])} times: Snakemake refuses such a name in a file path (it "
+                "reads it as a rule feeding on its own output), so expected a name without a long repetition."
+            )
+
+
+TEXT_TASKS = ("text-classification", "fill-mask", "text-generation")
+
+
+def _sweep_axis_missing(entry: dict, key: str) -> str | None:
+    """Why model `entry` has no input axis that sweep key `key` would change, or None when it has one."""
+    task = entry.get("task", "image-classification")
+    if key == "seq_len" and task not in TEXT_TASKS:
+        return f"a {task} model has no sequence axis"
+    if key == "seq_len" and entry.get("prompt"):
+        return "its `prompt` sets the sequence, whatever seq_len says"
+    if key == "image_size" and task != "image-classification":
+        return f"a {task} model takes no image"
+    if key == "image_size" and entry.get("source") == "transformers":
+        return "a transformers vision model takes its image size from `config.image_size`"
+    if key == "new_tokens" and task != "text-generation":
+        return f"a {task} model generates no tokens"
+    return None
+
+
+def _check_sweep_axis(name: str, entry: dict, key: str) -> None:
+    if why := _sweep_axis_missing(entry, key):
+        allowed = [k for k in SWEEP_KEYS if _sweep_axis_missing(entry, k) is None]
+        raise ConfigError(
+            f"Config key `models.{name}.sweep.{key}` sweeps a setting that changes nothing for this model ({why}), "
+            f"so its points would be identical experiments: expected a sweep over {', '.join(allowed)}."
+        )
 
 
 def _check_mode_definitions(defined: dict) -> None:

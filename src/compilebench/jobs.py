@@ -189,8 +189,9 @@ def process_job(
     """Measure one experiment in one fresh process, within `measure.timeout_s` (compile included); the record is
     written whatever happens.
 
-    Process 1 compiles cold into `caches` (with `measure.private_cache`) and, where asked, starts again from them
-    and from torch's cache bundle; a later process starts from a copy of them, so its first call is a warm start.
+    Process 1 compiles cold (with `measure.private_cache`, in empty caches of its own), where asked starts again
+    from them and from torch's cache bundle, and leaves a copy of them in `caches`; a later process starts from a
+    copy of those, so its first call is a warm start.
     The measurement runs in a child process that leads its own process group, so that a process past its time is
     stopped with everything it started (inductor's compile workers included), and a crash of the child (a segfault,
     the OOM killer) still leaves a `failed` record. A failed environment check, reference or first process fails it
@@ -219,9 +220,11 @@ def process_job(
     private = exp["measure"]["private_cache"]
     with tempfile.TemporaryDirectory(prefix="compilebench-job-") as scratch:
         scratch = Path(scratch)
+        # Each process compiles in caches on the machine's own disk (results/ may be a cluster's shared file system):
+        # the first starts empty and leaves a copy of what it wrote for the later ones, which start from it.
         if process > 1 and private:
-            shutil.copytree(caches, scratch / "caches")  # the first's caches stay as it left them
-        cache_env = _cache_env(caches if process == 1 else scratch / "caches") if private else {}
+            shutil.copytree(caches, scratch / "caches")
+        cache_env = _cache_env(scratch / "caches") if private else {}
         bundle = scratch / "cache-bundle.bin"
         measured = exp if process == 1 else {**exp, "measure": {**exp["measure"], "profile": False}}
         request = {
@@ -245,6 +248,8 @@ def process_job(
             starts = _warm_starts(exp, python, cache_env, bundle, scratch, deadline)
             result.update(starts, finished_at=now())
             write_json(out, result)
+        if process == 1 and private and (scratch / "caches").is_dir():
+            shutil.copytree(scratch / "caches", caches, dirs_exist_ok=True)
     return result
 
 

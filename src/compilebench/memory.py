@@ -1,12 +1,16 @@
-"""Peak memory of a run: the allocator's peaks on a GPU, peak RSS over a baseline on the CPU."""
+"""Peak memory of a run: the allocator's peaks on a GPU, peak RSS over a baseline on the CPU; and the peak a forward
+pass would need, counted on the meta device before anything is allocated."""
 
 from __future__ import annotations
 
 import resource
 import sys
+import weakref
 
 import psutil
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 
 def _peak_rss_bytes() -> int:
@@ -51,3 +55,28 @@ class PeakMemory:
             record["cuda_peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
         record["peak_bytes"] = record.get("cuda_peak_allocated_bytes", record["rss_peak_over_baseline_bytes"])
         return record
+
+
+class PeakLiveBytes(TorchDispatchMode):
+    """The most bytes of tensors alive at once while the code inside runs, counted op by op: each new tensor (not a
+    view, not an input written in place) adds its storage's bytes until it is freed. On the meta device, where
+    nothing is allocated, it tells what a forward pass would need before it runs."""
+
+    def __init__(self, *alive: torch.Tensor):
+        super().__init__()
+        self.live = sum(t.untyped_storage().nbytes() for t in alive)
+        self.peak = self.live
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        given = {id(t) for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+        for tensor in tree_leaves(out):
+            if isinstance(tensor, torch.Tensor) and id(tensor) not in given and not tensor._is_view():
+                size = tensor.untyped_storage().nbytes()
+                self.live += size
+                self.peak = max(self.peak, self.live)
+                weakref.finalize(tensor, self._freed, size)
+        return out
+
+    def _freed(self, size: int) -> None:
+        self.live -= size

@@ -18,7 +18,7 @@ from torch import nn
 
 from .errors import UserError
 from .layout import WEIGHTS_DIR
-from .memory import device_total_bytes
+from .memory import PeakLiveBytes, device_total_bytes
 from .wrappers import DTYPES
 
 log = logging.getLogger(__name__)
@@ -88,13 +88,25 @@ GIB = 2**30
 
 
 def check_fits(name: str, spec: dict, device: str) -> None:
-    """Refuse, before allocating anything, a model whose weights alone need more memory than the device has."""
+    """Refuse, before allocating anything, a model whose weights, or whose weights and the tensors of one forward
+    pass at its batch size and input shape, need more memory than the device has."""
     needed, available = estimated_parameter_bytes(name, spec), device_total_bytes(device)
-    if available is not None and needed > available:
+    if available is None:
+        return
+    if needed > available:
         raise ModelError(
             f"Config key `models.{name}`: its parameters alone need about {needed / GIB:.0f} GiB "
             f"({spec.get('weights_dtype') or 'float32'}), but the device ({device}) has {available / GIB:.0f} GiB: "
             "expected a smaller config, a reduced-precision weights_dtype, or hardware with more memory."
+        )
+    activations = estimated_activation_bytes(name, spec)
+    if activations is not None and needed + activations > available:
+        raise ModelError(
+            f"Config key `models.{name}`: one forward pass at batch_size {spec.get('batch_size', 1)} needs about "
+            f"{activations / GIB:.1f} GiB of tensors alive at once besides {needed / GIB:.1f} GiB of weights "
+            f"(counted on the meta device, which allocates nothing), but the device ({device}) has "
+            f"{available / GIB:.0f} GiB: expected a smaller batch_size (or sweep point), image_size or seq_len, or "
+            "hardware with more memory."
         )
 
 
@@ -105,13 +117,54 @@ def estimated_parameter_bytes(name: str, spec: dict) -> int:
         path = Path(spec["weights"])
         files = [path] if path.is_file() else [f for f in path.rglob("*") if f.is_file() and not f.is_symlink()]
         return sum(f.stat().st_size for f in files)
+    return int(parameter_bytes(_meta_model(name, spec)) * _dtype_scale(spec))
+
+
+def estimated_activation_bytes(name: str, spec: dict, bytes_per_element: int | None = None) -> int | None:
+    """The most bytes of tensors alive at once in one eager forward pass at the configured batch size and input
+    shape, inputs included and weights not, counted on the meta device, in the weights' dtype or at
+    `bytes_per_element`; None where the architecture cannot be built there without loading its weights (a
+    checkpoint of transformers), or cannot run there."""
+    if spec["weights"] != "random" and spec["source"] != "torchvision":
+        return None
+    try:
+        model = _meta_model(name, spec)
+        with torch.device("meta"):
+            module, inputs = _meta_forward(model, spec)
+            with torch.no_grad(), PeakLiveBytes(*inputs) as counted:
+                module(*inputs)
+    except Exception as exc:  # an estimate only: the job itself then finds out
+        log.info("no activation estimate for `models.%s` on the meta device: %s: %s", name, type(exc).__name__, exc)
+        return None
+    scale = bytes_per_element / 4 if bytes_per_element else _dtype_scale(spec)  # counted in float32
+    return int(counted.peak * scale)
+
+
+def _meta_model(name: str, spec: dict) -> nn.Module:
+    """The model's architecture on the meta device (no memory), without its weights."""
     with torch.device("meta"):
-        module = (
-            _torchvision_model(name, spec) if spec["source"] == "torchvision" else _transformers_model(name, spec)[0]
-        )
+        if spec["source"] == "torchvision":
+            return _torchvision_model(name, {**spec, "weights": "random"})
+        return _transformers_model(name, spec)[0]
+
+
+def _meta_forward(model: nn.Module, spec: dict) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """What one forward pass calls, with inputs of the configured shapes (call inside a meta device context)."""
+    batch = spec.get("batch_size", 1)
+    if spec["source"] == "torchvision":
+        size = spec.get("image_size", 224)
+        return model, (torch.empty(batch, 3, size, size),)
+    if spec["task"] == "image-classification":
+        size = getattr(model.config, "image_size", spec.get("image_size", 224))
+        return LogitsOnly(model, "pixel_values"), (torch.empty(batch, 3, size, size),)
+    ids = torch.zeros(batch, spec.get("seq_len", 32), dtype=torch.long)
+    return LogitsOnly(model, "input_ids"), (ids,)
+
+
+def _dtype_scale(spec: dict) -> float:
+    """Bytes in the weights' dtype per float32 byte."""
     dtype = DTYPES.get(spec.get("weights_dtype"))
-    scale = torch.finfo(dtype).bits / 32 if dtype is not None else 1.0
-    return int(parameter_bytes(module) * scale)
+    return torch.finfo(dtype).bits / 32 if dtype is not None else 1.0
 
 
 def _to(tensor: torch.Tensor, device: str, dtype: torch.dtype | None) -> torch.Tensor:

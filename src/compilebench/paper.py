@@ -178,7 +178,8 @@ def pay_off_findings(rows: list[dict]) -> list[str]:
 
 
 def scaling_findings(scaling: pd.DataFrame) -> list[str]:
-    """How each compiled mode's speedup moves across a sweep, from its first swept value to its last."""
+    """How each compiled mode's speedup moves across a sweep, from its first swept value to its last: the last
+    speedup over the first, with its interval and verdict (`faster`: the speedup grew)."""
     findings = []
     compiled = scaling[(scaling["mode"] != "eager") & scaling["speedup"].notna()]
     for (model, hardware, mode, series), line in compiled.groupby(
@@ -188,18 +189,18 @@ def scaling_findings(scaling: pd.DataFrame) -> list[str]:
             continue
         first, last = line.iloc[0], line.iloc[-1]
         swept = first["swept"].replace("_", " ")
-        if first["speedup_ci95_low"] > last["speedup_ci95_high"]:
-            trend = "falls"
-        elif first["speedup_ci95_high"] < last["speedup_ci95_low"]:
-            trend = "rises"
-        else:
-            trend = "shows no detectable change (overlapping intervals)"
         where = f" ({series})" if isinstance(series, str) and series else ""
+        change = ""
+        if isinstance(last.get("change_verdict"), str):
+            change = (
+                f": {last['change']:.2f}× the first ({_interval(last['change_ci95_low'], last['change_ci95_high'])}), "
+                f"{last['change_verdict']}"
+            )
         findings.append(
-            f"On {hardware}, {mode}'s speedup on {model}{where} {trend} from {first['speedup']:.2f}× "
+            f"On {hardware}, {mode}'s speedup on {model}{where} went from {first['speedup']:.2f}× "
             f"({_interval(first['speedup_ci95_low'], first['speedup_ci95_high'])}) at {swept} {first['value']} to "
             f"{last['speedup']:.2f}× ({_interval(last['speedup_ci95_low'], last['speedup_ci95_high'])}) at "
-            f"{swept} {last['value']}."
+            f"{swept} {last['value']}{change}."
         )
     return findings
 

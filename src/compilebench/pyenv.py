@@ -3,14 +3,16 @@
 A hardware entry with `python_env: NAME` runs its environment, reference, mode-check and
 benchmark steps in that venv's interpreter, so that one pipeline times two torch versions
 side by side. The venv holds the file's pins and what the engine imports besides torch;
-the engine itself is not installed there but made importable by a `.pth` file, so that the
-measuring code is the checkout's own.
+the engine itself is not installed there: each job puts the checkout's own `src/` on the
+child's PYTHONPATH (`supervise.supervised`), so that the measuring code is always the running
+checkout's, and a project moved or copied with its venvs never imports the old one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -86,10 +88,9 @@ def _build(requirements: Path, venv: Path) -> dict:
     # --no-compile: a module is byte-compiled when first imported, so only what runs pays for it
     pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-compile"]
     _step([*pip, "-r", str(requirements), *ENGINE_REQUIREMENTS], f"pip could not install {requirements}")
-    site = _step([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], "no site-packages")
-    (Path(site) / "compilebench-engine.pth").write_text(f"{ENGINE_ROOT}\n")
     probe = "import platform, torch, compilebench.jobs; print(torch.__version__, platform.python_version())"
-    torch_version, python_version = _step([python, "-c", probe], "torch fails to import in it").split()
+    engine = {**os.environ, "PYTHONPATH": str(ENGINE_ROOT)}  # as each job's child has it
+    torch_version, python_version = _step([python, "-c", probe], "torch fails to import in it", engine).split()
     freeze = _step([python, "-m", "pip", "freeze", "--all"], "pip freeze failed")
     packages = dict(line.split("==", 1) for line in freeze.splitlines() if "==" in line)
     log.info("built %s: torch %s, Python %s", venv, torch_version, python_version)
@@ -101,10 +102,10 @@ def _build(requirements: Path, venv: Path) -> dict:
     }
 
 
-def _step(command: list[str], what: str) -> str:
+def _step(command: list[str], what: str, env: dict[str, str] | None = None) -> str:
     """Run one build step, its output in the job's log; its stdout, or a BuildError with the tool's last error line."""
     log.info("$ %s", " ".join(command))
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
     sys.stderr.write(done.stdout + done.stderr)
     if done.returncode != 0:
         raise BuildError(f"{what}: {last_error_line(done.stderr or done.stdout)}")

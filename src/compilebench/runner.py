@@ -17,7 +17,7 @@ from .errors import Unsupported
 from .generation import Generation, GreedyGenerator, summarize_tokens
 from .machine import Load
 from .memory import PeakMemory, device_free_bytes
-from .models import Bundle, build, parameter_bytes
+from .models import Bundle, build, estimated_activation_bytes, parameter_bytes
 from .records import Experiment, Result, error_info, now, result_header
 
 log = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ def reference_outputs(exp: dict) -> dict:
     float64 (weights and inputs, no autocast) where it can run so; else why not, under `float64_missing`."""
     bundle = build(exp["model"], exp["spec"], exp["seed"], exp["device"])
     outputs = _eager_outputs(bundle, exp)
-    missing = _float64_obstacle(bundle, exp["device"])
+    missing = _float64_obstacle(bundle, exp)
     if missing is None:
         try:
             _to_float64(bundle)
@@ -52,12 +52,16 @@ def _eager_outputs(bundle: Bundle, exp: dict) -> dict:
         return {"output": generation.prefill_logits.float().cpu(), "tokens": generation.tokens.cpu()}
 
 
-def _float64_obstacle(bundle: Bundle, device: str) -> str | None:
-    """Why the model's float64 copy would not fit where it runs, or None."""
-    needed = parameter_bytes(bundle.causal_lm or bundle.module, bytes_per_element=8)
-    free = device_free_bytes(device)
-    if free is not None and needed > free / 2:
-        return f"its float64 weights need {needed / 2**30:.1f} GiB, more than half the {free / 2**30:.1f} GiB free"
+def _float64_obstacle(bundle: Bundle, exp: dict) -> str | None:
+    """Why the model's float64 copy and one forward pass of it would not fit where it runs, or None."""
+    weights = parameter_bytes(bundle.causal_lm or bundle.module, bytes_per_element=8)
+    activations = estimated_activation_bytes(exp["model"], exp["spec"], bytes_per_element=8) or 0
+    free = device_free_bytes(exp["device"])
+    if free is not None and weights + activations > free / 2:
+        return (
+            f"its float64 weights and one forward pass need {(weights + activations) / 2**30:.1f} GiB, more than "
+            f"half the {free / 2**30:.1f} GiB free"
+        )
     return None
 
 

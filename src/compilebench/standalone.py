@@ -35,7 +35,7 @@ def write_tables(result_paths: list[Path], config: dict, out_dir: Path) -> dict[
         ),
     }
     frames["mode_effects"] = comparisons.mode_effects(results, runs, threshold)
-    frames["scaling"] = tables.scaling(runs)
+    frames["scaling"] = tables.scaling(runs, results, threshold)
     frames["comparison"] = comparisons.within_run(results, config["report"].get("baseline_hardware"), threshold)
     previous = config["report"].get("compare_with")
     frames["change"] = comparisons.change_against(run_result_paths(previous) if previous else [], results, threshold)

@@ -339,8 +339,10 @@ def _int_or_none(value) -> int | None:
     return None if value is None or (isinstance(value, float) and np.isnan(value)) else int(value)
 
 
-def scaling(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per swept model, hardware and mode: latency, throughput and speedup at each value of the swept setting.
+def scaling(runs: pd.DataFrame, results: list[dict] = (), threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
+    """Per swept model, hardware and mode: latency, throughput and speedup at each value of the swept setting, and
+    each compiled point's speedup against the line's first point (`change`, with its interval and verdict, from
+    the `results` where given).
 
     `swept` names the first setting whose value varies across the model's points (the x axis); the others
     that vary make up `series` (one line each), such as `image_size=224`.
@@ -363,7 +365,32 @@ def scaling(runs: pd.DataFrame) -> pd.DataFrame:
                "ci95_high_ms", "samples_per_s", "tokens_per_s", "speedup", "speedup_ci95_low", "speedup_ci95_high",
                "correct"]  # fmt: skip
     table = pd.DataFrame(rows, columns=columns)
-    return table.sort_values(["sweep_of", "hardware", "mode", "series", "value"], kind="stable").reset_index(drop=True)
+    table = table.sort_values(["sweep_of", "hardware", "mode", "series", "value"], kind="stable").reset_index(drop=True)
+    return _with_changes(table, comparisons.by_experiment(results), threshold)
+
+
+CHANGE_COLUMNS = {"ratio": "change", "ratio_ci95_low": "change_ci95_low", "ratio_ci95_high": "change_ci95_high",
+                  "verdict": "change_verdict", "detectable_change": "change_detectable"}  # fmt: skip
+
+
+def _with_changes(table: pd.DataFrame, run: dict, threshold: float) -> pd.DataFrame:
+    """Each compiled point after the first: its speedup over its line's first point's, each measured against eager
+    in its own job, as a ratio with its interval and verdict (`faster`: the speedup grew)."""
+    changes = pd.DataFrame(index=table.index, columns=list(CHANGE_COLUMNS.values()), dtype=object)
+    lines = table.groupby(["sweep_of", "hardware", "mode", "series"], sort=False, dropna=False).groups.values()
+    for i, index in enumerate(lines):
+        line = table.loc[index]
+        hardware, mode = line.iloc[0]["hardware"], line.iloc[0]["mode"]
+        first = run.get((hardware, line.iloc[0]["point"], mode))
+        if not (first and first.get("speedup")):
+            continue
+        base = comparisons.speedup(first, seed=2 * i)
+        for j, (row, point) in enumerate(zip(index[1:], line["point"].iloc[1:])):
+            later = run.get((hardware, point, mode))
+            if later and later.get("speedup"):
+                change = (comparisons.speedup(later, seed=2 * i + 1 + 2 * j) / base).row(threshold)
+                changes.loc[row] = [change[key] for key in CHANGE_COLUMNS]
+    return pd.concat([table, changes], axis=1)
 
 
 def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
