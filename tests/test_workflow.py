@@ -181,7 +181,9 @@ def test_end_to_end_produces_every_result_and_runs_table(finished):
     )
     limits = pd.read_csv(project / "results" / "tables" / "limits.csv")
     assert limits["fraction_of_measured"].gt(0).all() and limits["peak"].isna().all()  # a CPU no datasheet names
-    assert (project / "logs" / "benchmark" / "cpu" / "resnet" / "jit.log").stat().st_size > 0
+    logs = project / "logs" / "benchmark" / "cpu" / "resnet"
+    assert (logs / "jit" / "1.log").stat().st_size > 0  # the measuring process's, phase by phase
+    assert "from 1 of 1 process" in (logs / "jit.log").read_text()  # the result's, made from its processes
     assert sha256_of(project / "resources" / "assets" / "dog.jpg") == config["assets"]["files"]["dog.jpg"]["sha256"]
 
 
@@ -486,7 +488,8 @@ def test_broken_yaml_names_the_file_and_the_line(tmp_path):
 
 
 def test_killed_snakemake_takes_its_jobs_with_it_and_the_run_resumes(finished):
-    """It redoes one experiment of the shared run, kills snakemake while that job measures, and resumes it."""
+    """It redoes one experiment of the shared run (its result deleted, as a user retries one), kills snakemake while
+    that job measures, and resumes it."""
     import os
     import signal
     import time
@@ -495,8 +498,9 @@ def test_killed_snakemake_takes_its_jobs_with_it_and_the_run_resumes(finished):
     runs = project / "results" / "runs" / "cpu"
     target = runs / "vit.bs1" / "compile-default.json"  # a compile without warm starts: the rerun is short
     untouched = {p: p.stat().st_mtime_ns for p in runs.glob("*/*.json") if p != target}
+    target.unlink()
     run = subprocess.Popen(
-        [sys.executable, "-m", "snakemake", "--cores", "4", "--forcerun", str(target.relative_to(project))],
+        [sys.executable, "-m", "snakemake", "--cores", "4"],
         cwd=project,
         start_new_session=True,
         stdout=subprocess.DEVNULL,

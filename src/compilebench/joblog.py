@@ -52,7 +52,8 @@ def log_file(path: str | Path):
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     logger = logging.getLogger("compilebench")
     logger.addHandler(handler)
-    level, logger.level = logger.level, logging.INFO
+    saved = logger.level, logger.propagate
+    logger.level, logger.propagate = logging.INFO, False  # snakemake's console stays its own
     try:
         yield
     except Exception as exc:
@@ -60,7 +61,7 @@ def log_file(path: str | Path):
         raise
     finally:
         logger.removeHandler(handler)
-        logger.setLevel(level)
+        logger.level, logger.propagate = saved
         handler.close()
 
 

@@ -269,9 +269,11 @@ def result_job(exp: Experiment, process_records: list[str | Path], out: str | Pa
                 continue
             notes.append(f"process {k} of {wanted} was {record['status']}: {record['error']['message']}")
             log.error("%s; the result rests on the others", notes[-1])
-        log.info("measured in %d of %d processes", len(finished), wanted)
         stamped = [{**r, "processes": [_stamped(r, p) for p in r["processes"]]} for r in finished]
         result = {**replication.combine(exp, stamped, notes), "finished_at": finished[-1]["finished_at"]}
+    counted = len(result["processes"]) if result["status"] == "ok" else 0
+    name = f"{exp['hardware']}/{exp['model']}/{exp['mode']}"
+    log.info("%s: %s, from %d of %d process(es)", name, result["status"], counted, wanted)
     write_json(out, result)
     return result
 
