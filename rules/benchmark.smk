@@ -97,6 +97,5 @@ rule benchmark_run:
         benchmark_slot=1,
     params:
         experiment=get_experiment,
-    run:
-        with log_file(log[0]):
-            result_job(params.experiment, input.processes, output[0])
+    script:
+        "../scripts/benchmark_result.py"

@@ -10,8 +10,6 @@ from snakemake.exceptions import WorkflowError
 from compilebench import config as configuration
 from compilebench import REPORT_MODULES, TABLE_MODULES, engine_sources, layout, sources
 from compilebench.errors import ConfigError, UserError
-from compilebench.joblog import log_file
-from compilebench.jobs import result_job
 from compilebench.results import foreign_results, read_json, run_result_paths
 from compilebench import modes, pyenv, records
 

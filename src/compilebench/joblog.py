@@ -43,28 +43,6 @@ def logging_to(path: str | Path):
                 os.close(fd)
 
 
-@contextlib.contextmanager
-def log_file(path: str | Path):
-    """Send compilebench's logging to a job's log file, for a job that runs inside snakemake's own process, whose
-    stdout and stderr stay as they are."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
-    logger = logging.getLogger("compilebench")
-    logger.addHandler(handler)
-    saved = logger.level, logger.propagate
-    logger.level, logger.propagate = logging.INFO, False  # snakemake's console stays its own
-    try:
-        yield
-    except Exception as exc:
-        log.error("%s", exc)
-        raise
-    finally:
-        logger.removeHandler(handler)
-        logger.level, logger.propagate = saved
-        handler.close()
-
-
 def _plain_message(exc: Exception) -> str:
     from .errors import UserError
 
