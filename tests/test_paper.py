@@ -101,7 +101,26 @@ def test_correctness_table_shows_the_float64_errors_and_the_rule(paper_inputs):
     html = render(tabs, figs, envs, validated())
     section = html[html.index('id="correctness"') :]
     assert "RMSE vs float64" in section and "2.00e-06" in section and "1.50e-06" in section
-    assert "RMSE against float64 &lt;= 2 x eager" in section and "75%, first differs at 12" in section
+    assert "RMSE against float64 ≤ 2 x eager&#39;s own" in section and "75%, first differs at 12" in section
+    assert section.count('<td class="rule">A</td>') > 5  # one rule, written once under the table
+
+
+def test_every_table_of_the_pdf_fits_the_page_and_the_correctness_table_one_page(tmp_path, monkeypatch):
+    """Two platforms, two models in four modes and a three-point sweep (22 experiments, every table present),
+    rendered to PDF as the workflow renders it: no word of it lies outside the printable width of its page."""
+    from compilebench import pagefit
+
+    monkeypatch.chdir(tmp_path)
+    paths = synthetic_results(tmp_path) + synthetic_sweep(tmp_path)
+    config = validated(report={"baseline_hardware": "cpu"})
+    tabs = write_tables(paths, config, tmp_path)
+    assert all(len(pd.read_csv(tabs[name])) for name in ("scaling", "comparison", "limits", "speedups"))
+    pdf = tmp_path / "paper.pdf"
+    context = paper.context({n: tabs[n] for n in PAPER_TABLES}, [], CAPTIONS, [], config, "snakemake --cores 4")
+    paper.write(context, pdf, REPORT / "paper.html.j2", REPORT / "paper.css")
+    outside = pagefit.outside_margins(pdf)
+    assert outside == [], outside[:10]
+    assert len(pagefit.pages_between(pdf, "Correctness", "applied:")) == 1
 
 
 def test_paper_has_every_section_and_the_published_column(paper_inputs):

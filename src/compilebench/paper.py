@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import math
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -304,6 +305,21 @@ def results_rows(runs: pd.DataFrame, speedups: pd.DataFrame, published: dict) ->
     return sorted(rows, key=lambda r: (r["hardware"], r["model"], order[r["mode"]]))
 
 
+def correctness_rules(rows: list[dict]) -> list[dict]:
+    """Each distinct correctness rule once, keyed A, B, ...; each row gets its rule's key (`rule_key`). A rule
+    written out in every row (eager's own error, in its own column, made each one distinct) made the correctness
+    table three pages long."""
+    keys: dict[str, str] = {}
+    for row in rows:
+        rule = row.get("correctness_rule")
+        if not isinstance(rule, str):
+            row["rule_key"] = None
+            continue
+        general = re.sub(r"eager's \S+", "eager's own", rule).replace(">=", "≥").replace("<=", "≤")
+        row["rule_key"] = keys.setdefault(general, chr(ord("A") + len(keys)))
+    return [{"key": key, "rule": rule} for rule, key in keys.items()]
+
+
 def package_versions(envs: list[dict]) -> dict:
     """Package versions per platform, one column per group of platforms that ran the same ones (each
     platform with its own Python environment has its own)."""
@@ -456,7 +472,8 @@ def context(
             {"number": i + 1, "name": name, "src": _data_uri(by_name[name]), "caption": _caption(caption_of[name])}
             for i, name in enumerate(n for n in FIGURE_NAMES if n in by_name)
         ],
-        "results": results_rows(runs, speedups, published),
+        "results": (results := results_rows(runs, speedups, published)),
+        "correctness_rules": correctness_rules(results),
         "published": published,
         "compiler": runs.to_dict("records"),
         "not_ok": not_ok,

@@ -123,7 +123,7 @@ def lookup(device_name: str | None, override: dict | None = None, threads: int |
             "tflops": dict(override.get("tflops", {})),
         }
     for entry in KNOWN_DEVICES:
-        if device_name and re.search(entry["match"], device_name):
+        if isinstance(device_name, str) and re.search(entry["match"], device_name):  # NaN where a run lacks it
             tflops = dict(entry.get("tflops", {}))
             if "per_core_tflops" in entry and threads:
                 tflops = {dtype: rate * threads for dtype, rate in entry["per_core_tflops"].items()}
