@@ -22,6 +22,8 @@ from helpers import (
     write_config,
 )
 
+from compilebench import pagefit
+
 pytestmark = pytest.mark.slow
 
 STUDIES = {
@@ -157,3 +159,4 @@ def test_scaled_down_study_runs_end_to_end(name, tmp_path):
         assert record["kernel_env"]["DNNL_DEFAULT_FPMATH_MODE"] == "BF16"
         assert ("no native bf16 instructions" in html) == (not record["cpu"]["bf16_native"])
     assert (project / "results" / "report" / "paper.pdf").stat().st_size > 10_000
+    assert pagefit.outside_margins(project / "results" / "report" / "paper.pdf") == []  # every table fits the page

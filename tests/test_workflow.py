@@ -30,7 +30,7 @@ from helpers import (
     write_config,
 )
 
-from compilebench import layout
+from compilebench import layout, pagefit
 from compilebench.assets import sha256_of
 
 pytestmark = pytest.mark.slow
@@ -101,6 +101,7 @@ def test_default_run_ends_with_the_paper(finished):
         assert heading in text
     assert "Figure 7." in text and "resnet" in text and "llama" in text
     assert re.search(r"llama/jit:\s+unsupported", text)  # the paper names what did not run, with why
+    assert pagefit.outside_margins(pdf) == []  # every table fits the page
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
