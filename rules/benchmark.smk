@@ -80,7 +80,7 @@ rule benchmark_warm_process:
 
 
 # The result, made from its processes' records where snakemake runs (a few bootstraps), never
-# beside a measurement. The inputs the processes had are its own too, so that a change to any of
+# beside a measurement; it needs no torch, as the table rules. The inputs the processes had are its own too, so that a change to any of
 # them redoes the processes, whose records are gone once a result stands.
 rule benchmark_run:
     input:
@@ -93,6 +93,8 @@ rule benchmark_run:
         layout.RUN,
     log:
         "logs/benchmark/{hardware}/{model}/{mode}.log",
+    conda:
+        "../envs/cpu.yaml"
     resources:
         benchmark_slot=1,
     params:
