@@ -79,9 +79,9 @@ rule benchmark_warm_process:
         "../scripts/benchmark_process.py"
 
 
-# The result, made from its processes' records where snakemake runs (a few bootstraps), never
-# beside a measurement; it needs no torch, as the table rules. The inputs the processes had are its own too, so that a change to any of
-# them redoes the processes, whose records are gone once a result stands.
+# The result, made from its processes' records where snakemake runs (a few bootstraps, no torch),
+# never beside a measurement. The inputs the processes had are its own too, so that a change to
+# any of them redoes the processes, whose records are gone once a result stands.
 rule benchmark_run:
     input:
         processes=get_process_records,

@@ -85,6 +85,9 @@ def test_the_abstract_leads_with_the_largest_effects_and_the_glance_table_names_
     glance = html[html.index('id="glance-table"') : html.index("</table>", html.index('id="glance-table"'))]
     assert glance.count("<tr>") == 1 + 4  # a header, and 2 platforms × 2 models
     assert "compile-max-autotune" in glance and "jit" in glance and "faster" in glance
+    wrong = speedups.assign(correct=speedups["correct"].where(speedups["mode"] != "compile-max-autotune", False))
+    assert not any(f.startswith("compile-max-autotune") for f in paper.effect_findings(wrong)[0])  # no wrong answer
+    assert {g["best"]["mode"] for g in paper.at_a_glance(wrong)} == {"compile-default"}
 
 
 def test_a_speedup_inside_its_noise_floor_is_the_same(paper_inputs):
@@ -97,7 +100,7 @@ def test_a_speedup_inside_its_noise_floor_is_the_same(paper_inputs):
     effects, rest = paper.effect_findings(tables.speedups(runs))
     assert not any("for resnet on cpu" in f or ("resnet" in f and "on cpu (" in f) for f in effects)
     # The floor's half-width (1.3) widens the band of `same` beyond the threshold: resnet's modes are the same.
-    assert rest.startswith("No other mode changed the latency detectably; the same as eager: ")
+    assert rest.startswith("No other mode changed the latency detectably: the same as eager for ")
     assert "compile-max-autotune for resnet on cpu" in rest
     html = render(tabs, figs, envs, validated())
     table = html[html.index('id="results-table"') : html.index("</table>", html.index('id="results-table"'))]

@@ -257,10 +257,10 @@ def result_job(exp: Experiment, process_records: list[str | Path], out: str | Pa
     """An experiment's result from the records of its processes, in order: the first one's status where it was not
     ok; else the ok ones together (`replication.combine`), each later one that failed or ran out of time noted, and
     the result resting on the others."""
-    records = [read_json(path) for path in process_records]
+    records = [_stamped(read_json(path)) for path in process_records]
     first, wanted = records[0], len(records)
     if first["status"] != "ok" or wanted == 1:
-        result = {**first, "processes": [_stamped(first, p) for p in first.get("processes") or []]}
+        result = first
     else:
         finished, notes = [first], []
         for k, record in enumerate(records[1:], 2):
@@ -269,8 +269,7 @@ def result_job(exp: Experiment, process_records: list[str | Path], out: str | Pa
                 continue
             notes.append(f"process {k} of {wanted} was {record['status']}: {record['error']['message']}")
             log.error("%s; the result rests on the others", notes[-1])
-        stamped = [{**r, "processes": [_stamped(r, p) for p in r["processes"]]} for r in finished]
-        result = {**replication.combine(exp, stamped, notes), "finished_at": finished[-1]["finished_at"]}
+        result = {**replication.combine(exp, finished, notes), "finished_at": finished[-1]["finished_at"]}
     counted = len(result["processes"]) if result["status"] == "ok" else 0
     name = f"{exp['hardware']}/{exp['model']}/{exp['mode']}"
     log.info("%s: %s, from %d of %d process(es)", name, result["status"], counted, wanted)
@@ -278,9 +277,10 @@ def result_job(exp: Experiment, process_records: list[str | Path], out: str | Pa
     return result
 
 
-def _stamped(record: dict, process: dict) -> dict:
-    """A process's entry with the times its measuring process started and ended."""
-    return {**process, "started_at": record["started_at"], "finished_at": record["finished_at"]}
+def _stamped(record: dict) -> dict:
+    """A process's record, its entry under `processes` with the times its measuring process started and ended."""
+    times = {"started_at": record["started_at"], "finished_at": record["finished_at"]}
+    return {**record, "processes": [{**p, **times} for p in record.get("processes") or []]}
 
 
 def _not_ok(record_path: str | Path | None) -> ErrorInfo | None:

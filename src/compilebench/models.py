@@ -155,10 +155,15 @@ def _meta_forward(model: nn.Module, spec: dict) -> tuple[nn.Module, tuple[torch.
         size = spec.get("image_size", 224)
         return model, (torch.empty(batch, 3, size, size),)
     if spec["task"] == "image-classification":
-        size = getattr(model.config, "image_size", spec.get("image_size", 224))
+        size = _image_side(model, spec)
         return LogitsOnly(model, "pixel_values"), (torch.empty(batch, 3, size, size),)
     ids = torch.zeros(batch, spec.get("seq_len", 32), dtype=torch.long)
     return LogitsOnly(model, "input_ids"), (ids,)
+
+
+def _image_side(model: nn.Module, spec: dict) -> int:
+    """A transformers vision model's input side: its own config's, which `image_size` cannot override."""
+    return getattr(model.config, "image_size", spec.get("image_size", 224))
 
 
 def _dtype_scale(spec: dict) -> float:
@@ -243,8 +248,7 @@ def _transformers_model(name: str, spec: dict):
 def _transformers_bundle(name: str, spec: dict, model: nn.Module, tokenizer, seed: int) -> Bundle:
     task = spec["task"]
     if task == "image-classification":
-        size = getattr(model.config, "image_size", spec.get("image_size", 224))
-        inputs = (_image_input(name, spec, size, seed),)
+        inputs = (_image_input(name, spec, _image_side(model, spec), seed),)
         return Bundle(name, task, LogitsOnly(model, "pixel_values"), inputs)
     ids = _token_ids(name, spec, model.config, tokenizer, seed)
     bundle = Bundle(name, task, LogitsOnly(model, "input_ids"), (ids,))

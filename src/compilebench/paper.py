@@ -29,10 +29,10 @@ def _interval(low, high) -> str:
 
 
 def effect_findings(speedups: pd.DataFrame) -> tuple[list[str], str | None]:
-    """The abstract's lead: every speedup over eager that its interval calls faster or slower, the largest effect
-    first whichever its direction (a 2× slowdown before a 1.5× speedup); and the rest, the same as eager or
-    unclear, in one sentence."""
-    rows = [r for r in _records(speedups[speedups["status"] == "ok"]) if not _nan(r.get("speedup"))]
+    """The abstract's lead: every speedup over eager of a correct mode that its interval calls faster or slower, the
+    largest effect first whichever its direction (a 2× slowdown before a 1.5× speedup); and the rest, the same as
+    eager or unclear, in one sentence."""
+    rows = [r for r in _records(_correct(speedups)) if not _nan(r.get("speedup"))]
     verdicts = {id(r): said(r["against_noise"], r.get("unstable")) for r in rows}
     effects = sorted(
         (r for r in rows if verdicts[id(r)] in ("faster", "slower")), key=lambda r: -abs(math.log(r["speedup"]))
@@ -44,9 +44,15 @@ def effect_findings(speedups: pd.DataFrame) -> tuple[list[str], str | None]:
         for r in rows
         if verdicts[id(r)] not in ("faster", "slower", "same")
     ]
-    parts = [f"the same as eager: {', '.join(same)}"] if same else []
-    parts += [f"unclear: {'; '.join(unclear)}"] if unclear else []
-    return findings, (f"No other mode changed the latency detectably; {'. Also '.join(parts)}." if parts else None)
+    parts = [f"the same as eager for {', '.join(same)}"] if same else []
+    parts += [f"unclear for {', '.join(unclear)}"] if unclear else []
+    return findings, (f"No other mode changed the latency detectably: {'; '.join(parts)}." if parts else None)
+
+
+def _correct(speedups: pd.DataFrame) -> pd.DataFrame:
+    """The ok speedups of modes that passed the correctness check: a wrong answer is no speedup (Section 4 lists
+    the others)."""
+    return speedups[(speedups["status"] == "ok") & (speedups["correct"] == True)]  # noqa: E712
 
 
 def _effect(row: dict) -> str:
@@ -61,9 +67,10 @@ def _effect(row: dict) -> str:
 
 
 def at_a_glance(speedups: pd.DataFrame) -> list[dict]:
-    """Per hardware and model: its best mode and its worst, each with its speedup over eager, interval and verdict."""
+    """Per hardware and model: its best correct mode and its worst, each with its speedup over eager, interval and
+    verdict."""
     rows = []
-    timed = speedups[(speedups["status"] == "ok") & speedups["speedup"].notna()]
+    timed = _correct(speedups).dropna(subset=["speedup"])
     for (hardware, model), frame in timed.groupby(["hardware", "model"], sort=False):
         best, worst = frame.loc[frame["speedup"].idxmax()], frame.loc[frame["speedup"].idxmin()]
         rows.append({"hardware": hardware, "model": model, "best": _glance(best), "worst": _glance(worst)})
