@@ -27,26 +27,16 @@ include: "rules/common.smk"
 
 
 # On a cluster, downloads and Python environments (compute nodes often have no
-# internet; the venvs land on the shared file system), tables and the paper run
-# where snakemake runs; only environment, mode-check, reference and benchmark jobs
-# go to the hardware they describe; an experiment's result is made from its processes' records here.
+# internet; the venvs land on the shared file system), tables (each table's rule
+# marks itself local) and the paper run where snakemake runs; only environment,
+# mode-check, reference and benchmark jobs go to the hardware they describe; an
+# experiment's result is made from its processes' records here.
 localrules:
     all,
     benchmark_run,
     asset_download,
     weights_download,
     python_env,
-    runs_table,
-    latency_samples_table,
-    speedups_table,
-    top_ops_table,
-    limits_table,
-    hardware_costs_table,
-    mode_effects_table,
-    scaling_table,
-    comparison_table,
-    compile_phases_table,
-    change_table,
     figures,
     paper_html,
     paper_pdf,

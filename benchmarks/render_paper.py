@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from compilebench import config as configuration
-from compilebench import layout
+from compilebench import layout, registry
 from compilebench.standalone import write_paper
 
 
@@ -23,7 +23,7 @@ def main() -> None:
     parser.add_argument("--config", default="config/config.yaml")
     args = parser.parse_args()
     config = configuration.load(args.config)
-    tables = {name: Path(layout.table(name)) for name in layout.TABLE_NAMES}
+    tables = {name: Path(layout.table(name)) for name in registry.TABLES}
     envs = sorted(Path("results/env").glob("*.json"))
     begin = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:

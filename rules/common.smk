@@ -11,7 +11,7 @@ from compilebench import config as configuration
 from compilebench import REPORT_MODULES, TABLE_MODULES, engine_sources, layout, sources
 from compilebench.errors import ConfigError, UserError
 from compilebench.results import foreign_results, read_json, run_result_paths
-from compilebench import modes, pyenv, records
+from compilebench import modes, pyenv, records, registry
 
 try:
     configuration.validate(config)
@@ -184,30 +184,62 @@ def figure_outputs(ext, in_report=False):
     return outputs
 
 
-def get_prices(wildcards):
-    return configuration.hardware_prices(config)
+def get_table_setting(key):
+    """A report setting as a table rule's param, read from the config when the job is made."""
 
+    def setting(wildcards):
+        return registry.report_settings(config)[key]
 
-def get_peak_overrides(wildcards):
-    return configuration.peak_overrides(config)
-
-
-def get_baseline_hardware(wildcards):
-    return config["report"].get("baseline_hardware")
-
-
-def get_calls_per_start(wildcards):
-    return config["report"]["calls_per_start"]
-
-
-def get_threshold(wildcards):
-    return config["report"]["threshold"]
+    return setting
 
 
 def get_previous_results(wildcards):
     """The result files of `report.compare_with`: a change to them reruns the comparison."""
     previous = config["report"].get("compare_with")
     return [str(path) for path in run_result_paths(previous)] if previous else []
+
+
+# What a table rule's job is given beside its table's name: the workflow's own checks for the runs table, the
+# report settings for the rest.
+WORKFLOW_TABLE_SETTINGS = {
+    "expected": get_run_identities,
+    "foreign": get_foreign_results,
+    "downstream": get_final_output(),
+}
+
+
+def table_inputs(spec):
+    """A table's inputs from what its registry entry reads: result files only once the runs table checked them."""
+    inputs = {}
+    if registry.RESULTS in spec.reads:
+        inputs["results"] = get_run_results
+        if spec.name != "runs":
+            inputs["checked"] = layout.table("runs")
+    if registry.PREVIOUS in spec.reads:
+        inputs["previous"] = get_previous_results
+    for name in spec.reads:
+        if name in registry.TABLES:
+            inputs[name] = layout.table(name)
+    return inputs
+
+
+def table_params(spec):
+    return {
+        "table": spec.name,
+        **{
+            key: WORKFLOW_TABLE_SETTINGS.get(key) or get_table_setting(key)
+            for key in spec.settings
+        },
+    }
+
+
+def table_caption(spec):
+    """The caption Snakemake's report shows, written from the registry where the report reads it."""
+    path = Path(".snakemake", "compilebench", "captions", f"{spec.name}.rst").absolute()
+    if not path.exists() or path.read_text() != spec.caption:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(spec.caption)
+    return str(path)
 
 
 def get_config_as_run():
@@ -233,7 +265,7 @@ def get_paper_inputs(wildcards):
         }
     )
     return {
-        **{name: layout.table(name) for name in layout.PAPER_TABLES},
+        **{name: layout.table(name) for name in registry.table_names(paper_only=True)},
         "env": [layout.ENV_RECORD.format(hardware=h) for h in active_hardware()],
         "assets": [layout.ASSET.format(asset=name) for name in used_assets],
         "template": str(REPORT_DIR / "paper.html.j2"),

@@ -5,11 +5,11 @@ import sys
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
 from compilebench.joblog import logging_to
-from compilebench.layout import PAPER_TABLES
 from compilebench.paper import context, write
+from compilebench.registry import table_names
 
 with logging_to(snakemake.log[0]):
-    tables = {name: snakemake.input[name] for name in PAPER_TABLES}
+    tables = {name: snakemake.input[name] for name in table_names(paper_only=True)}
     inputs = snakemake.input
     ctx = context(
         tables, inputs.figures, inputs.captions, inputs.env, snakemake.params.config, snakemake.params.command

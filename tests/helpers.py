@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import os
 import re
 import shutil
 import subprocess
@@ -193,12 +195,20 @@ def expected_runs(config: dict, hardware=("cpu",)) -> set[str]:
     }
 
 
+@contextlib.contextmanager
+def edited(path: Path, text: str):
+    """A file of a project holds `text` for the duration, then its old bytes and modification time again."""
+    original, stat = path.read_bytes(), path.stat()
+    path.write_text(text)
+    try:
+        yield path
+    finally:
+        path.write_bytes(original)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
 def planned_after_editing(project: Path, relative: str) -> set[str]:
     """What a dry run would rerun after a file of the project is edited."""
     path = project / relative
-    original = path.read_bytes()
-    path.write_bytes(original + b"\n")
-    try:
+    with edited(path, path.read_text() + "\n"):
         return planned_outputs(project)
-    finally:
-        path.write_bytes(original)

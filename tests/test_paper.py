@@ -11,7 +11,8 @@ from synthetic import FLAGGED, MEASURED_CEILINGS, synthetic_results, synthetic_s
 
 from compilebench import config as configuration
 from compilebench import figures, paper, tables
-from compilebench.layout import FIGURE_TABLES, PAPER_TABLES
+from compilebench.layout import FIGURE_TABLES
+from compilebench.registry import table_names
 from compilebench.results import read_json, read_results, write_json
 from compilebench.standalone import write_tables
 
@@ -60,7 +61,7 @@ def paper_inputs(tmp_path, monkeypatch):
             "ceilings": {**MEASURED_CEILINGS, "threads": 2, "seconds": 4.2},
         },
     )
-    return {name: tabs[name] for name in PAPER_TABLES}, figs, [env]
+    return {name: tabs[name] for name in table_names(paper_only=True)}, figs, [env]
 
 
 def render(tabs, figs, envs, config) -> str:
@@ -127,7 +128,9 @@ def test_every_table_of_the_pdf_fits_the_page_and_the_correctness_table_one_page
     tabs = write_tables(paths, config, tmp_path)
     assert all(len(pd.read_csv(tabs[name])) for name in ("scaling", "comparison", "limits", "speedups"))
     pdf = tmp_path / "paper.pdf"
-    context = paper.context({n: tabs[n] for n in PAPER_TABLES}, [], CAPTIONS, [], config, "snakemake --cores 4")
+    context = paper.context(
+        {n: tabs[n] for n in table_names(paper_only=True)}, [], CAPTIONS, [], config, "snakemake --cores 4"
+    )
     paper.write(context, pdf, REPORT / "paper.html.j2", REPORT / "paper.css")
     outside = pagefit.outside_margins(pdf)
     assert outside == [], outside[:10]

@@ -22,6 +22,7 @@ from helpers import (
     PAPER_SECTIONS,
     TINY_MODELS,
     copy_project,
+    edited,
     expected_runs,
     planned_after_editing,
     planned_outputs,
@@ -30,7 +31,7 @@ from helpers import (
     write_config,
 )
 
-from compilebench import layout, pagefit
+from compilebench import layout, pagefit, registry
 from compilebench.assets import sha256_of
 
 pytestmark = pytest.mark.slow
@@ -136,9 +137,17 @@ def test_paper_renders_in_headless_chromium(finished, tmp_path):
             "figure img", "imgs => imgs.map(i => [i.complete, i.naturalWidth, i.getBoundingClientRect().height])"
         )
         headings = page.eval_on_selector_all("h2", "hs => hs.map(h => h.textContent.trim())")
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        dump_heights = "ds => ds.map(d => d.getBoundingClientRect().height)"
+        collapsed = page.eval_on_selector_all("details.dump", dump_heights)
+        page.click("details.dump summary")  # the config as run, opened by its reader
+        opened = page.eval_on_selector_all("details.dump", dump_heights)
         page.screenshot(path=str(tmp_path / "paper.png"), full_page=True)
         browser.close()
     assert errors == []
+    assert overflow <= 0  # no table runs past a laptop-wide window
+    assert len(collapsed) == 2 and max(collapsed) < 40  # the config and the environment record: one line each
+    assert opened[0] > 500 and opened[1] == collapsed[1]
     assert len(rendered) == 10
     assert all(complete and width > 100 and height > 50 for complete, width, height in rendered), rendered
     assert headings == list(PAPER_SECTIONS)
@@ -154,9 +163,12 @@ def test_snakemake_report_packages_the_run(finished):
     snakemake(project, "--report", "results/report.zip")
     import zipfile
 
-    names = zipfile.ZipFile(project / "results" / "report.zip").namelist()
+    archive = zipfile.ZipFile(project / "results" / "report.zip")
+    names = archive.namelist()
     assert any(n.endswith("paper.pdf") for n in names) and any(n.endswith("runs.csv") for n in names)
     assert any(n.endswith("speedup_heatmap.svg") for n in names)
+    page = archive.read(next(n for n in names if n.endswith("report/report.html"))).decode()
+    assert all(" ".join(spec.caption.split()[:4]) in page for spec in registry.TABLES.values())  # their captions
 
 
 def test_dry_run_has_one_job_per_model_mode_hardware(finished):
@@ -264,8 +276,48 @@ def test_added_mode_adds_only_its_jobs(finished):
         write_config(project / "config" / "config.yaml", config)
     assert {o for o in runs if not o.startswith(("results/report/", "results/processes/"))} == {
         "results/runs/cpu/llama/compile-reduce-overhead.json",
-        *(layout.table(name) for name in layout.TABLE_NAMES),
+        *(layout.table(name) for name in registry.TABLES),
     }
+
+
+# A table added through the registry alone: one entry on one function.
+ADDED_TABLE = """
+
+@table("models_per_mode", reads=("runs",), caption="How many models ran in each mode, and how many of them ran.")
+def _models_per_mode(src: Sources) -> pd.DataFrame:
+    runs = src.runs.assign(ok=src.runs["status"] == "ok")
+    return runs.groupby("mode", as_index=False).agg(models=("model", "size"), ok=("ok", "sum"))
+"""
+STANDALONE_TABLES = """
+import sys
+from pathlib import Path
+
+from compilebench import config, standalone
+from compilebench.results import run_result_paths
+
+standalone.write_tables(run_result_paths("results"), config.load("config/config.yaml"), Path(sys.argv[1]))
+"""
+
+
+def test_a_table_added_to_the_registry_alone_is_planned_and_built_standalone(finished, tmp_path):
+    project, _, _ = finished
+    source = project / "src" / "compilebench" / "registry.py"
+    with edited(source, source.read_text() + ADDED_TABLE):
+        assert "results/tables/models_per_mode.csv" in planned_outputs(project)
+        done = subprocess.run(
+            [sys.executable, "-c", STANDALONE_TABLES, str(tmp_path)],
+            cwd=project,
+            env={**os.environ, "PYTHONPATH": str(project / "src")},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stderr[-3000:]
+    added = pd.read_csv(tmp_path / "models_per_mode.csv").set_index("mode")
+    runs = pd.read_csv(project / "results" / "tables" / "runs.csv")
+    assert added["models"].to_dict() == runs.groupby("mode").size().to_dict()
+    assert added.loc["eager", "ok"] == ((runs["mode"] == "eager") & (runs["status"] == "ok")).sum()
+    assert {path.stem for path in tmp_path.glob("*.csv")} == {*registry.TABLES, "models_per_mode"}
 
 
 def test_report_template_change_reruns_only_the_paper(finished):

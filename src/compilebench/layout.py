@@ -34,22 +34,7 @@ TABLE = str(TABLES_DIR / "{table}.csv")
 FIGURE = str(FIGURES_DIR / "{figure}.{ext}")
 PAPER = str(REPORT_OUT / "paper.{ext}")
 
-# Every tidy table a run writes, and the ones the paper reads.
-TABLE_NAMES = (
-    "runs",
-    "latency_samples",
-    "speedups",
-    "summary",
-    "limits",
-    "top_ops",
-    "hardware_costs",
-    "mode_effects",
-    "scaling",
-    "comparison",
-    "change",
-    "compile_phases",
-)
-PAPER_TABLES = tuple(name for name in TABLE_NAMES if name != "latency_samples")
+# Every tidy table is declared in `registry.TABLES`.
 
 # The tables the figures read, in the order of figures.Tables' fields.
 FIGURE_TABLES = ("runs", "latency_samples", "speedups", "hardware_costs", "scaling", "comparison", "compile_phases")

@@ -9,42 +9,21 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from . import comparisons, figures, paper, tables
-from .config import hardware_prices, peak_overrides
-from .layout import FIGURE_TABLES, PAPER_TABLES, TABLE_NAMES
-from .results import read_results, run_result_paths
+from . import figures, paper, tables
+from .layout import FIGURE_TABLES
+from .registry import TABLES, Sources, report_settings, table_names
+from .results import run_result_paths
 
 
 def write_tables(result_paths: list[Path], config: dict, out_dir: Path) -> dict[str, Path]:
-    """Every tidy table the workflow writes, from the given result files."""
-    runs = tables.runs_table(result_paths)
-    results, threshold = read_results(result_paths), config["report"]["threshold"]
-    sp = tables.speedups(runs, threshold)
-    frames = {
-        "runs": runs,
-        "latency_samples": tables.latency_samples(result_paths),
-        "speedups": sp,
-        "summary": tables.geometric_mean_summary(sp),
-        "limits": tables.limits(runs, peak_overrides(config)),
-        "top_ops": tables.top_ops(result_paths),
-        "hardware_costs": tables.hardware_costs(
-            runs,
-            hardware_prices(config),
-            config["report"].get("baseline_hardware"),
-            config["report"]["calls_per_start"],
-        ),
-    }
-    frames["mode_effects"] = comparisons.mode_effects(results, runs, threshold)
-    frames["scaling"] = tables.scaling(runs, results, threshold)
-    frames["comparison"] = comparisons.within_run(results, config["report"].get("baseline_hardware"), threshold)
+    """Every tidy table the registry declares, in its order, from the given result files."""
     previous = config["report"].get("compare_with")
-    frames["change"] = comparisons.change_against(run_result_paths(previous) if previous else [], results, threshold)
-    frames["compile_phases"] = tables.compile_phases(result_paths)
-    assert tuple(frames) == TABLE_NAMES
-    paths = {name: out_dir / f"{name}.csv" for name in frames}
-    for name, frame in frames.items():
-        tables.write_csv(frame, paths[name])
-    return paths
+    sources = Sources(result_paths, {}, run_result_paths(previous) if previous else [], report_settings(config))
+    for spec in TABLES.values():
+        path = out_dir / f"{spec.name}.csv"
+        tables.write_csv(spec.build(sources), path)
+        sources.table_paths[spec.name] = path
+    return dict(sources.table_paths)
 
 
 def write_paper(
@@ -64,7 +43,7 @@ def write_paper(
     for name in figures.FIGURES:
         figures.render(name, drawn, [figure_dir / f"{name}.svg", figure_dir / f"{name}.png"])
     seconds["figures"] = time.perf_counter() - begin
-    paper_tables = {name: table_paths[name] for name in PAPER_TABLES}
+    paper_tables = {name: table_paths[name] for name in table_names(paper_only=True)}
     captions = sorted((report_dir / "captions").glob("*.rst"))
     template, css = report_dir / "paper.html.j2", report_dir / "paper.css"
     for fmt, images in (("html", "svg"), ("pdf", "png")):

@@ -1,0 +1,23 @@
+"""One tidy table, results/tables/{name}.csv, built by its entry in compilebench's table registry."""
+
+import sys
+
+sys.path.insert(0, f"{snakemake.scriptdir}/../src")
+
+from compilebench.joblog import logging_to
+from compilebench.registry import TABLES, Sources
+from compilebench.tables import write_csv
+
+with logging_to(snakemake.log[0]):
+    spec = TABLES[snakemake.params.table]
+    inputs = snakemake.input
+    sources = Sources(
+        results=list(inputs.get("results", [])),
+        tables={name: inputs[name] for name in spec.reads if name in TABLES},
+        previous=list(inputs.get("previous", [])),
+        settings={key: snakemake.params[key] for key in spec.settings},
+    )
+    table = spec.build(sources)
+    write_csv(table, snakemake.output[0])
+    if spec.said:
+        print(spec.said(table))
