@@ -25,6 +25,7 @@ ENGINE_MODULES = (
     "modes",
     "profiling",
     "pyenv",
+    "quantization",
     "records",
     "replication",
     "results",

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .errors import UserError
-from .modes import MODE_NAMES, base_mode
+from .modes import MODE_NAMES, base_mode, unquantized
 from .results import read_result, run_result_paths
 
 if TYPE_CHECKING:
@@ -538,10 +538,25 @@ MODE_EFFECT_COLUMNS = [
 ]  # fmt: skip
 
 
+def _base_of(result: dict, run: dict[tuple[str, str, str], dict]) -> str | None:
+    """The mode a defined one is set against: for a quantized mode the same definition without its quantization
+    (whichever mode of the run that is), else its built-in base mode."""
+    settings = result.get("mode_settings") or {}
+    if settings.get("quantize"):
+        plain = unquantized(settings)
+        same = [
+            key[2]
+            for key, other in run.items()
+            if key[:2] == (result["hardware"], result["model"]) and other.get("mode_settings") == plain
+        ]
+        return same[0] if same else None
+    return base_mode(settings.get("kind"), settings.get("mode"))
+
+
 def mode_effects(results: list[dict], runs: pd.DataFrame, threshold: float) -> pd.DataFrame:
-    """What a defined mode's settings changed: its speedup over eager against its built-in base mode's (same model
-    and hardware), each measured against eager within its own job, so that what drifts between the two jobs cancels
-    in each job's own ratio first."""
+    """What a defined mode's settings changed: its speedup over eager against its base mode's (same model and
+    hardware; for a quantized mode the same mode unquantized), each measured against eager within its own job, so
+    that what drifts between the two jobs cancels in each job's own ratio first."""
     import pandas as pd
 
     from .tables import settings_difference
@@ -552,16 +567,18 @@ def mode_effects(results: list[dict], runs: pd.DataFrame, threshold: float) -> p
     rows_of = {(r["hardware"], r["model"], r["mode"]): r for r in runs.to_dict("records")}
     rows = []
     for i, ((hardware, model, mode), result) in enumerate(ok.items()):
-        settings = result.get("mode_settings") or {}
-        base_key = (hardware, model, base_mode(settings.get("kind"), settings.get("mode")))
-        if mode in MODE_NAMES or base_key not in ok:
+        base_key = (hardware, model, _base_of(result, run))
+        eager_base = base_key[2] == "eager" and (run.get(base_key) or {}).get("status") == "ok"
+        if mode in MODE_NAMES or not (base_key in ok or eager_base):
             continue
-        mine, theirs = speedup(ok[(hardware, model, mode)], seed=2 * i), speedup(ok[base_key], seed=2 * i + 1)
+        mine = speedup(result, seed=2 * i)
+        # Against eager itself, the effect is the speedup interleaved with eager in the same process.
+        theirs = None if eager_base else speedup(ok[base_key], seed=2 * i + 1)
         rows.append({
             "hardware": hardware, "model": model, "mode": mode, "base_mode": base_key[2],
             "differs_in": settings_difference(rows_of[(hardware, model, mode)], rows_of[base_key]),
-            "threshold": threshold, **(mine / theirs).row(threshold),
+            "threshold": threshold, **(mine if theirs is None else mine / theirs).row(threshold),
             "unstable": bool({(hardware, model, mode), base_key} & unstable),
-            "speedup": mine.value, "base_speedup": theirs.value,
+            "speedup": mine.value, "base_speedup": 1.0 if theirs is None else theirs.value,
         })  # fmt: skip
     return pd.DataFrame(rows, columns=MODE_EFFECT_COLUMNS)

@@ -123,6 +123,7 @@ def validate(config: dict) -> dict:
     config["models"] = expand_sweeps(config["models"])
     _check_wildcard_names(config)
     _check_mode_definitions(config["mode_definitions"])
+    _check_torchao(config)
     _check_mode_names("modes", config["modes"], config)
     _check_iterations("measure", config["measure"])
     for name, model in config["models"].items():
@@ -288,12 +289,38 @@ def _check_mode_definitions(defined: dict) -> None:
                 f"Config key `{key}` redefines the built-in mode {name!r}: give your definition another name "
                 f"(built-in modes: {', '.join(modes.MODE_NAMES)})."
             )
+        quantize = definition.get("quantize")
+        if quantize and definition["kind"] not in modes.QUANTIZE_KINDS:
+            raise ConfigError(
+                f"Config key `{key}.quantize` applies to a mode of kind {definition['kind']!r}: expected quantization "
+                f"on a mode of kind {' or '.join(modes.QUANTIZE_KINDS)} (torchao quantizes the module they run)."
+            )
+        if quantize and "group_size" in quantize and quantize["method"] != "int4_weight_only":
+            raise ConfigError(
+                f"Config key `{key}.quantize.group_size` does not apply to method {quantize['method']!r}: expected "
+                "group_size with int4_weight_only only."
+            )
         others = [k for k in modes.KINDS if k in definition and k != definition["kind"]]
         if others:
             raise ConfigError(
                 f"Config key `{key}.{others[0]}` does not apply to a mode of kind {definition['kind']!r}: "
                 f"expected settings under `{key}.{definition['kind']}` only."
             )
+
+
+def _check_torchao(config: dict) -> None:
+    """A quantized mode needs torchao where it runs: checked here for this Python; a platform with its own Python
+    environment is checked in that interpreter by its mode check."""
+    defined = config["mode_definitions"]
+    used = {*config["modes"], *(m for model in config["models"].values() for m in model.get("modes", []))}
+    quantized = sorted(name for name in used if (defined.get(name) or {}).get("quantize"))
+    here = [name for name, entry in config["hardware"].items() if not entry.get("python_env")]
+    if quantized and here and modes.torchao_missing():
+        raise ConfigError(
+            f"Config key `mode_definitions.{quantized[0]}.quantize` asks for torchao quantization, but torchao is not "
+            f"installed in this Python, which runs hardware {', '.join(here)}: expected torchao, installed with "
+            f"`{modes.TORCHAO_INSTALL}` (or `pip install torchao`)."
+        )
 
 
 def _check_mode_names(key: str, names: list[str], config: dict) -> None:

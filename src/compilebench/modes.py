@@ -8,6 +8,7 @@ engine; `wrappers` turns resolved settings into the callable that is timed.
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 KINDS = ("eager", "jit", "compile", "export")
@@ -32,6 +33,20 @@ KIND_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
+# What a quantized mode's output must keep of eager's (quantization changes outputs by design).
+QUANTIZE_MIN_COSINE = 0.98
+QUANTIZE_KINDS = ("eager", "compile")
+TORCHAO_INSTALL = 'pip install -e ".[quant]"'
+
+
+def torchao_missing() -> bool:
+    """Whether this Python lacks torchao, found without importing it (None in sys.modules counts as missing)."""
+    try:
+        return importlib.util.find_spec("torchao") is None
+    except ValueError:
+        return True
+
+
 def definitions(config: dict) -> dict[str, dict]:
     """Every mode the config can name: the built-ins, then its own `mode_definitions`, in order."""
     return {**BUILTIN_MODES, **config.get("mode_definitions", {})}
@@ -45,7 +60,14 @@ def settings(definition: dict, *, jit_method: str = "trace", fullgraph: bool = F
         resolved["method"] = jit_method
     if kind == "compile" and resolved["fullgraph"] is None:
         resolved["fullgraph"] = fullgraph
+    if definition.get("quantize"):
+        resolved["quantize"] = {"min_cosine": QUANTIZE_MIN_COSINE, **definition["quantize"]}
     return {"kind": kind, **resolved}
+
+
+def unquantized(settings: dict) -> dict:
+    """A mode's resolved settings without its quantization: those of the mode a quantized one is set against."""
+    return {key: value for key, value in settings.items() if key != "quantize"}
 
 
 def base_mode(kind: str, compile_mode: str | None = None) -> str | None:

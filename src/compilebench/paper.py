@@ -292,6 +292,19 @@ def _times(value) -> str:
     return "–" if value is None else f"{value:.2f}×"
 
 
+def quantization_rows(runs: pd.DataFrame, effects: pd.DataFrame) -> list[dict]:
+    """Each quantized run beside its baseline, the same mode unquantized: the effect with its interval and verdict,
+    the speedup over eager, weight bytes before and after, the share quantized, and its correctness."""
+    if "mode_quantize" not in runs:
+        return []
+    effect_of = {(r["hardware"], r["model"], r["mode"]): r for r in _records(effects)}
+    rows = []
+    for run in _records(runs[runs["mode_quantize"].notna()]):
+        effect = effect_of.get((run["hardware"], run["model"], run["mode"])) or {}
+        rows.append({**run, **{f"effect_{column}": effect.get(column) for column in effects.columns}})
+    return rows
+
+
 def mode_table(runs: pd.DataFrame) -> list[dict]:
     """One row per mode that ran: its kind and the settings it ran with, as the results record them."""
     columns = [c for c in runs.columns if c.startswith("mode_")]
@@ -472,6 +485,7 @@ def context(
         + fidelity_findings(runs)
         + instability_findings(speedups),
         "scaling": _records(scaling),
+        "quantized": quantization_rows(runs, effects),
         "comparison": _records(comparison),
         "comparison_findings": comparison_findings(comparison),
         "compare_with": previous,

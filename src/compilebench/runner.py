@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import compile_phases, correctness, profiling, replication, stats, timing, wrappers
+from . import compile_phases, correctness, profiling, quantization, replication, stats, timing, wrappers
 from .dynamo_counters import CompilerHealth
 from .errors import Unsupported
 from .generation import Generation, GreedyGenerator, summarize_tokens
@@ -203,11 +203,12 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None, cache_bundle:
         profiled = None
         if settings["profile"]:
             profiled = profiling.profile(call, clock, settings["profile_iterations"], settings["trace"])
-        workload = _workload(bundle, spec)
+        workload = _workload(bundle, spec, prepared.quantization)
     if reference is None:
         log.info("computing the eager float32 reference")
         reference = reference_outputs(exp)
-    check = _check(bundle, output, eager_output, reference, compute_dtype(spec))
+    quantize = mode_settings.get("quantize")
+    check = _check(bundle, output, eager_output, reference, compute_dtype(spec), quantize and quantize["min_cosine"])
     compile_s = cold_compile_s(prepared.preparation, first_ms / 1e3)
     record = {
         "compile_s": compile_s,
@@ -227,6 +228,8 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None, cache_bundle:
         "compiler": compiler,
         "workload": workload,
     }
+    if prepared.quantization:
+        record["quantization"] = prepared.quantization
     if profiled:
         record["profile"] = profiled
     median_s = record["stats"]["median_ms"] / 1e3
@@ -266,9 +269,11 @@ def compute_dtype(spec: dict) -> str:
     return spec["dtype"] if spec["dtype"] != "float32" else spec.get("weights_dtype") or "float32"
 
 
-def _workload(bundle: Bundle, spec: dict) -> dict:
-    """What one call must do, for the fraction of the hardware's limit it reaches."""
-    work = {"compute_dtype": compute_dtype(spec), "parameter_bytes": parameter_bytes(bundle.causal_lm or bundle.module)}
+def _workload(bundle: Bundle, spec: dict, quantized: dict | None = None) -> dict:
+    """What one call must do, for the fraction of the hardware's limit it reaches; a quantized mode reads its
+    quantized weights (and the float ones beside them)."""
+    weights = quantized["weight_bytes_quantized"] if quantized else parameter_bytes(bundle.causal_lm or bundle.module)
+    work = {"compute_dtype": compute_dtype(spec), "parameter_bytes": weights}
     if bundle.causal_lm is None:
         work["flops_per_call"] = profiling.flops_per_call(bundle.module, bundle.inputs)
     return work
@@ -282,6 +287,7 @@ class Prepared:
     eager: Callable
     generator: GreedyGenerator | None
     preparation: dict[str, float]
+    quantization: dict | None = None  # what quantizing the mode's copy of the model did
 
 
 def cold_compile_s(preparation: dict[str, float], first_call_s: float) -> float:
@@ -297,20 +303,25 @@ def callables(bundle: Bundle, exp: dict, clock: timing.Clock, workdir: str) -> P
     """The timed call for the mode and for eager; generators too for text generation."""
     spec, device, settings = exp["spec"], exp["device"], exp["mode_settings"]
     options = {"device": device, "dtype": spec["dtype"], "workdir": workdir}
+    model, quantized = bundle.causal_lm or bundle.module, None
+    if settings.get("quantize"):  # a copy: eager and the correctness yardstick stay float
+        key = f"mode_definitions.{exp['mode']}.quantize"
+        model, quantized = quantization.quantized_copy(model, settings["quantize"], key)
+        log.info("quantized with torchao: %s", {k: quantized[k] for k in ("method", "quantized_share")})
     if bundle.causal_lm is None:
-        fn, preparation = wrappers.wrap(bundle.module, settings, bundle.inputs, **options)
+        fn, preparation = wrappers.wrap(model, settings, bundle.inputs, **options)
         inputs = bundle.inputs
-        return Prepared(lambda: fn(*inputs), lambda: bundle.module(*inputs), None, preparation)
+        return Prepared(lambda: fn(*inputs), lambda: bundle.module(*inputs), None, preparation, quantized)
     if settings["kind"] == "jit":
         raise Unsupported("TorchScript cannot capture generation with a KV cache; use eager or a compile mode")
     if settings["kind"] == "export":
         raise Unsupported("compilebench does not export a generation loop with a KV cache; use eager or a compile mode")
     log.info("generating %d new tokens per iteration", spec["new_tokens"])
-    step, preparation = wrappers.wrap(bundle.causal_lm, settings, bundle.inputs, **options)
+    step, preparation = wrappers.wrap(model, settings, bundle.inputs, **options)
     prompt = bundle.inputs[0]
-    generator = GreedyGenerator(bundle.causal_lm, step, prompt, spec["new_tokens"], clock)
+    generator = GreedyGenerator(model, step, prompt, spec["new_tokens"], clock)
     eager = GreedyGenerator(bundle.causal_lm, bundle.causal_lm, prompt, spec["new_tokens"], clock)
-    return Prepared(generator, eager, generator, preparation)
+    return Prepared(generator, eager, generator, preparation, quantized)
 
 
 def _check(
@@ -319,6 +330,7 @@ def _check(
     eager_output: torch.Tensor | Generation,
     reference: dict,
     dtype: str,
+    min_cosine: float | None = None,
 ) -> dict:
     generation = isinstance(output, Generation)
     logits = output.prefill_logits if generation else output
@@ -330,6 +342,7 @@ def _check(
         float64=reference.get("float64"),
         eager=eager_logits,
         float64_missing=reference.get("float64_missing"),
+        min_cosine=min_cosine,
     )
     if generation:
         check.update(correctness.compare_tokens(reference["tokens"], output.tokens))

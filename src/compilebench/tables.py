@@ -131,10 +131,25 @@ def _run_row(result: dict, path: str) -> dict:
         "compute_dtype": workload.get("compute_dtype"),
         "flops_per_call": workload.get("flops_per_call"),
         "parameter_bytes": workload.get("parameter_bytes"),
+        **quantization_columns(result.get("quantization") or {}),
         **{f"measure_{key}": result.get("measure", {}).get(key) for key in MEASURE_COLUMNS},
         "started_at": result.get("started_at"),
         "finished_at": result.get("finished_at"),
         "result_file": str(path),
+    }
+
+
+def quantization_columns(record: dict) -> dict:
+    """What quantizing a mode's copy of the model did: weight bytes before and after, the share quantized, and the
+    inductor settings torchao changed on the way."""
+    changed = record.get("inductor_changed") or {}
+    return {
+        "weight_bytes": record.get("weight_bytes"),
+        "weight_bytes_quantized": record.get("weight_bytes_quantized"),
+        "quantized_share": record.get("quantized_share"),
+        "quantized_types": ", ".join(record.get("tensor_types") or []) or None,
+        "torchao": record.get("torchao"),
+        "torchao_inductor_changes": "; ".join(f"{k}: {v['after']}" for k, v in sorted(changed.items())) or None,
     }
 
 
@@ -155,6 +170,7 @@ def mode_columns(settings: dict) -> dict:
         "mode_dynamic": settings.get("dynamic"),
         "mode_fullgraph": settings.get("fullgraph"),
         "mode_jit_method": settings.get("method"),
+        "mode_quantize": (settings.get("quantize") or {}).get("method"),
     }
 
 

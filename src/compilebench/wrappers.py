@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from . import quantization
 from .errors import Unsupported, UserError
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -49,10 +50,15 @@ def configured(settings: dict):
     """Inductor configured as the mode says, for every compile, recompile and call inside.
 
     Passing options to torch.compile is not enough: Dynamo decides while it traces, before the backend applies
-    them, whether parameters become graph constants (`freezing`), so they must hold as configuration too.
+    them, whether parameters become graph constants (`freezing`), so they must hold as configuration too. What
+    else changes inductor's configuration inside (torchao, when it quantizes) is undone on the way out as well.
     """
-    with torch._inductor.config.patch(inductor_configuration(settings)):
-        yield
+    saved = torch._inductor.config.get_config_copy()
+    try:
+        with torch._inductor.config.patch(inductor_configuration(settings)):
+            yield
+    finally:
+        torch._inductor.config.load_config(saved)
 
 
 def configuration_in_effect(settings: dict) -> dict[str, Any]:
@@ -207,6 +213,8 @@ def check(name: str, settings: dict) -> dict:
                     f"{type(default).__name__}, such as {default!r}."
                 )
     record = {"mode": name, "settings": settings, "torch": torch.__version__}
+    if settings.get("quantize"):
+        record["quantization"] = quantization.check(f"mode_definitions.{name}.quantize", settings["quantize"])
     if kind == "compile" and settings["backend"] == "inductor":
         record["inductor_options"] = inductor_options(settings)
     with configured(settings):
