@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from compilebench.config import expand_sweeps
+from compilebench.config import expand_streams, expand_sweeps
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS_MIRROR = ROOT.parent / "shared" / "assets"
@@ -186,7 +186,7 @@ def planned_outputs(project: Path, *args: str) -> set[str]:
 
 def expected_runs(config: dict, hardware=("cpu",)) -> set[str]:
     """One result per model (or sweep point) x mode x hardware."""
-    models = expand_sweeps(copy.deepcopy(config["models"]))
+    models = expand_streams(expand_sweeps(copy.deepcopy(config["models"])))
     return {
         f"results/runs/{h}/{m}/{mode}.json"
         for h in hardware

@@ -31,6 +31,7 @@ ENGINE_MODULES = (
     "results",
     "runner",
     "stats",
+    "streams",
     "supervise",
     "thresholds",
     "timing",

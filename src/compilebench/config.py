@@ -120,7 +120,7 @@ def validate(config: dict) -> dict:
         )
     _check_baseline(config)
     _check_compare_with(config)
-    config["models"] = expand_sweeps(config["models"])
+    config["models"] = expand_streams(expand_sweeps(config["models"]))
     _check_wildcard_names(config)
     _check_mode_definitions(config["mode_definitions"])
     _check_torchao(config)
@@ -232,6 +232,63 @@ def expand_sweeps(models: dict) -> dict:
     return expanded
 
 
+STREAM_AXES = ("batch_size", "seq_len", "image_size")
+
+
+def expand_streams(models: dict) -> dict:
+    """Each model with a `stream` is measured as its stream: the entry `MODEL.stream`, in one process (its passes
+    alternate eager and the mode)."""
+    expanded = {}
+    for name, entry in models.items():
+        if "stream" not in entry:
+            expanded[name] = entry
+            continue
+        _check_stream(name, entry)
+        stream_name = f"{name}.stream"
+        if stream_name in models:
+            raise ConfigError(
+                f"Config key `models.{name}.stream` is measured as {stream_name!r}, which another model entry "
+                "already names: rename one of them."
+            )
+        measure = {**entry.get("measure", {}), "processes": 1}
+        expanded[stream_name] = {**entry, "measure": measure, "stream_of": name}
+    return expanded
+
+
+def _check_stream(name: str, entry: dict) -> None:
+    key = f"models.{name}.stream"
+    stream = entry["stream"]
+    axes = [axis for axis in STREAM_AXES if axis in stream]
+    if len(axes) != 1:
+        raise ConfigError(
+            f"Config key `{key}` varies {', '.join(axes) or 'no axis'}: expected exactly one of "
+            f"{', '.join(STREAM_AXES)}, with the list of values to call in order or a {{low, high}} range."
+        )
+    if "sweep" in entry:
+        raise ConfigError(f"Config key `{key}` and `models.{name}.sweep` are both set: expected one of the two.")
+    if entry.get("task") == "text-generation":
+        raise ConfigError(
+            f"Config key `{key}` is set on a text-generation model, whose decode loop keeps one static cache shape: "
+            "expected a stream on an image or text classification model."
+        )
+    axis = axes[0]
+    if why := _sweep_axis_missing(entry, axis):
+        raise ConfigError(f"Config key `{key}.{axis}` varies a setting that changes nothing for this model ({why}).")
+    values = stream[axis]
+    if isinstance(values, dict):
+        if values["low"] > values["high"]:
+            raise ConfigError(f"Config key `{key}.{axis}` has low {values['low']} above high {values['high']}.")
+        if "calls" not in stream or "repeat" in stream:
+            raise ConfigError(
+                f"Config key `{key}` draws {axis} at random: expected `calls` (how many draws) and no `repeat`."
+            )
+    elif "calls" in stream or "seed" in stream:
+        raise ConfigError(
+            f"Config key `{key}.{'calls' if 'calls' in stream else 'seed'}` applies to a random stream only: "
+            f"expected `repeat` with a list of {axis} values, or a {{low, high}} range with `calls`."
+        )
+
+
 # Snakemake refuses a wildcard value that ends in one substring repeated 20 times or more (it takes it for a
 # rule matching its own output without end): a model, mode or hardware name is such a value.
 PERIODIC_NAME = re.compile(r"(?P<unit>.+?)(?P=unit){19,}$")
@@ -240,7 +297,10 @@ PERIODIC_NAME = re.compile(r"(?P<unit>.+?)(?P=unit){19,}$")
 def _check_wildcard_names(config: dict) -> None:
     names = [
         *((f"hardware.{name}", name) for name in config["hardware"]),
-        *((f"models.{entry.get('sweep_of', name)}", name) for name, entry in config["models"].items()),
+        *(
+            (f"models.{entry.get('sweep_of') or entry.get('stream_of') or name}", name)
+            for name, entry in config["models"].items()
+        ),
         *((f"mode_definitions.{name}", name) for name in config["mode_definitions"]),
         *((f"modes.{i}", name) for i, name in enumerate(config["modes"])),
     ]
@@ -299,6 +359,12 @@ def _check_mode_definitions(defined: dict) -> None:
             raise ConfigError(
                 f"Config key `{key}.quantize.group_size` does not apply to method {quantize['method']!r}: expected "
                 "group_size with int4_weight_only only."
+            )
+        compile_settings = definition.get("compile") or {}
+        if compile_settings.get("mark_dynamic") and compile_settings.get("dynamic", False) is False:
+            raise ConfigError(
+                f"Config key `{key}.compile.mark_dynamic` marks axes dynamic, but `dynamic` is false (unset means "
+                "false here), which makes every shape static: expected `dynamic: null` beside it."
             )
         others = [k for k in modes.KINDS if k in definition and k != definition["kind"]]
         if others:

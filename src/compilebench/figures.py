@@ -40,6 +40,7 @@ class Tables:
     scaling: pd.DataFrame
     comparison: pd.DataFrame
     compile_phases: pd.DataFrame
+    stream_calls: pd.DataFrame
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -365,6 +366,32 @@ def pay_off(t: Tables) -> plt.Figure:
     return fig
 
 
+def stream_time(t: Tables) -> plt.Figure:
+    """12. Cumulative time over each shape stream, eager and each mode, compiles marked."""
+    frame = t.stream_calls
+    if frame.empty:
+        return _empty("No model has a shape stream in this run.")
+    keys = list(dict.fromkeys(zip(frame["model"], frame["hardware"])))
+    fig, axes = _grid([0], keys, width=4.2, height=3.0)
+    for j, (model, hardware) in enumerate(keys):
+        ax, sub = axes[0][j], frame[(frame["model"] == model) & (frame["hardware"] == hardware)]
+        first = "eager" if (sub["mode"] == "eager").any() else sub["mode"].iloc[0]
+        eager = sub[sub["mode"] == first]  # eager's own pass, timed beside a mode in its job
+        ax.plot(eager["call"], eager["eager_ms"].cumsum() / 1e3, color=color("eager"), label="eager", lw=1.5)
+        for mode, calls in sub[sub["mode"] != "eager"].groupby("mode", sort=False):
+            total = calls["latency_ms"].cumsum() / 1e3
+            ax.plot(calls["call"], total, color=color(mode), label=mode, lw=1.5)
+            compiled = calls["compiled"].astype(bool).to_numpy()
+            ax.scatter(calls["call"][compiled], total[compiled], color=color(mode), marker="x", s=30, zorder=3)
+        ax.set_yscale("log")
+        ax.set_xlabel(f"call ({sub['axis'].iloc[0]} varies)")
+        ax.set_ylabel("cumulative time (s)")
+        ax.set_title(f"{model} · {hardware}", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
 FIGURES: dict[str, Callable[[Tables], plt.Figure]] = {
     "latency": latency_by_mode,
     "generation": generation_throughput,
@@ -377,6 +404,7 @@ FIGURES: dict[str, Callable[[Tables], plt.Figure]] = {
     "comparison": comparison,
     "compile_phases": compile_phase_bars,
     "pay_off": pay_off,
+    "streams": stream_time,
 }
 
 

@@ -37,7 +37,16 @@ PAPER = str(REPORT_OUT / "paper.{ext}")
 # Every tidy table is declared in `registry.TABLES`.
 
 # The tables the figures read, in the order of figures.Tables' fields.
-FIGURE_TABLES = ("runs", "latency_samples", "speedups", "hardware_costs", "scaling", "comparison", "compile_phases")
+FIGURE_TABLES = (
+    "runs",
+    "latency_samples",
+    "speedups",
+    "hardware_costs",
+    "scaling",
+    "comparison",
+    "compile_phases",
+    "stream_calls",
+)
 
 # The paper's figures, in order; figures.FIGURES draws them.
 FIGURE_NAMES = (
@@ -52,6 +61,7 @@ FIGURE_NAMES = (
     "comparison",
     "compile_phases",
     "pay_off",
+    "streams",
 )
 
 

@@ -84,6 +84,17 @@ def build(name: str, spec: dict, seed: int, device: str) -> Bundle:
     return bundle
 
 
+def inputs_at(bundle: Bundle, name: str, spec: dict, seed: int, device: str) -> tuple[torch.Tensor, ...]:
+    """The bundle's inputs at another shape: `spec` with another batch_size, seq_len or image_size."""
+    if spec["source"] == "torchvision":
+        inputs = (_image_input(name, spec, spec.get("image_size", 224), seed),)
+    elif spec["task"] == "image-classification":
+        inputs = (_image_input(name, spec, _image_side(bundle.module.model, spec), seed),)
+    else:
+        inputs = (_token_ids(name, spec, bundle.module.model.config, None, seed),)
+    return tuple(_to(t, device, DTYPES.get(spec.get("weights_dtype"))) for t in inputs)
+
+
 GIB = 2**30
 
 

@@ -292,6 +292,33 @@ def _times(value) -> str:
     return "–" if value is None else f"{value:.2f}×"
 
 
+def stream_findings(streams: pd.DataFrame) -> list[str]:
+    """Per shape stream and mode: its recompiles, the recompile limit, when it overtook eager over the stream, and
+    the stream's total time against eager's, first pass (compiles included) and once compiled."""
+    findings = []
+    for row in _records(streams[(streams["status"] == "ok") & (streams["mode"] != "eager")]):
+        name = f"On {row['hardware']}, {row['model']} in {row['mode']}"
+        over = f"over {row['calls']} calls of {row['distinct']} distinct {row['axis']} values"
+        compiled = f"compiled {row['compiles']} time(s), {row['recompiles']} of them recompiles, {over}"
+        if row["overtakes_eager_at_call"] is not None:
+            paid = f"its cumulative time fell below eager's after call {int(row['overtakes_eager_at_call'])}"
+        else:
+            paid = "its cumulative time never fell below eager's"
+        limit = ""
+        if row["limit_reached"]:
+            limit = (
+                f"; it hit Dynamo's recompile limit at call {int(row['limit_call'])}, and "
+                f"{int(row['calls_after_limit_uncompiled'])} later call(s) at values never compiled ran eagerly"
+            )
+        findings.append(
+            f"{name} {compiled}{limit}; {paid}. The stream took {row['total_s']:.2f} s against eager's "
+            f"{row['eager_total_s']:.2f} s ({_times(row['total_speedup'])}), and once compiled "
+            f"{row['steady_total_s']:.3f} s against {row['eager_steady_total_s']:.3f} s "
+            f"({_times(row['steady_speedup'])})."
+        )
+    return findings
+
+
 def quantization_rows(runs: pd.DataFrame, effects: pd.DataFrame) -> list[dict]:
     """Each quantized run beside its baseline, the same mode unquantized: the effect with its interval and verdict,
     the speedup over eager, weight bytes before and after, the share quantized, and its correctness."""
@@ -465,6 +492,7 @@ def context(
     scaling = pd.read_csv(tables["scaling"])
     comparison = pd.read_csv(tables["comparison"])
     change = pd.read_csv(tables["change"])
+    streams = pd.read_csv(tables["streams"])
     previous = (config.get("report") or {}).get("compare_with")
     pay_off = pay_off_rows(runs)
     envs = [read_json(p) for p in env_records]
@@ -486,6 +514,8 @@ def context(
         + instability_findings(speedups),
         "scaling": _records(scaling),
         "quantized": quantization_rows(runs, effects),
+        "streams": _records(streams),
+        "stream_findings": stream_findings(streams),
         "comparison": _records(comparison),
         "comparison_findings": comparison_findings(comparison),
         "compare_with": previous,

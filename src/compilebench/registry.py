@@ -256,3 +256,29 @@ def _change(src: Sources) -> pd.DataFrame:
 )
 def _compile_phases(src: Sources) -> pd.DataFrame:
     return tables.compile_phases(src.result_paths)
+
+
+@table(
+    "stream_calls",
+    reads=(RESULTS,),
+    caption="""One row per call of every shape stream (a model's ``stream:``, measured as ``MODEL.stream``), in the
+    order called, from the mode's first pass over the stream: the axis and value, its latency and eager's at the
+    same call, whether it compiled or recompiled (with the guards that failed, and the seconds compiling), and
+    whether it came after Dynamo's recompile limit at a value no graph was compiled for (``after_limit_uncompiled``,
+    exact for static shapes).""",
+)
+def _stream_calls(src: Sources) -> pd.DataFrame:
+    return tables.stream_calls(src.results)
+
+
+@table(
+    "streams",
+    reads=(RESULTS,),
+    caption="""One row per shape-stream experiment: compiles and recompiles over the stream, whether the recompile
+    limit was reached (``limit_call``) and the calls after it at values never compiled; the stream's total time
+    (its first pass, compiles included) against eager's over the same stream, ``total_speedup``, and the best later
+    pass's, ``steady_speedup``; the call after which the mode's cumulative time fell below eager's; and per distinct
+    value, the speedup once compiled with its 95% interval and correctness against eager at that shape.""",
+)
+def _streams(src: Sources) -> pd.DataFrame:
+    return tables.streams(src.results)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import compile_phases, correctness, profiling, quantization, replication, stats, timing, wrappers
+from . import compile_phases, correctness, profiling, quantization, replication, stats, streams, timing, wrappers
 from .dynamo_counters import CompilerHealth
 from .errors import Unsupported
 from .generation import Generation, GreedyGenerator, summarize_tokens
@@ -89,7 +89,8 @@ def run(
         with ExitStack() as stack:
             if exp["measure"]["private_cache"] and not caches_given:
                 stack.enter_context(private_compile_cache())
-            result.update(_measure(exp, reference, cache_bundle))
+            measured = _measure_stream(exp) if exp["spec"].get("stream") else _measure(exp, reference, cache_bundle)
+            result.update(measured)
     except Unsupported as exc:
         result.update(result_header(exp, "unsupported", str(exc), started_at=result["started_at"]))
     except Exception as exc:  # any failure is data, reported with its reason
@@ -255,6 +256,35 @@ def _measure(exp: dict, reference: dict[str, torch.Tensor] | None, cache_bundle:
     return record
 
 
+def _measure_stream(exp: dict) -> dict:
+    """A shape stream: eager and the mode over the same sequence of shapes in alternating passes, call by call."""
+    spec, device, mode_settings = exp["spec"], exp["device"], exp["mode_settings"]
+    if mode_settings["kind"] not in ("eager", "compile"):
+        raise Unsupported(f"a shape stream runs eager and compile modes; {mode_settings['kind']} fixes one shape")
+    bundle = build(exp["model"], spec, exp["seed"], device)
+    clock = timing.Clock(device)
+    health = CompilerHealth()
+    health.start()
+    with tempfile.TemporaryDirectory(prefix="compilebench-work-") as workdir, torch.no_grad():
+        with wrappers.precision(device, spec["dtype"]), wrappers.configured(mode_settings):
+            compile_phases.start()
+            options = {"device": device, "dtype": spec["dtype"], "workdir": workdir}
+            fn, _ = wrappers.wrap(bundle.module, mode_settings, bundle.inputs, **options)
+            record = streams.measure(bundle, exp, fn, clock)
+    record["compiler"] = health.report()
+    stream = record["stream"]
+    # The stream's calls as served, compiles included: what `runs.csv` summarizes for it.
+    record["latency_ms"] = [call["latency_ms"] for call in stream["calls"]]
+    measure = exp["measure"]
+    record["stats"] = stats.summarize(record["latency_ms"], resamples=measure["bootstrap_resamples"], seed=exp["seed"])
+    record["correctness"] = {
+        "passed": stream["correct"],
+        "rule": "stream",
+        "criterion": f"at every distinct {stream['axis']}: the mode's output against eager's at that shape",
+    }
+    return record
+
+
 def _save_cache_bundle(path: str) -> None:
     """torch's portable bundle of what this process's compile wrote to its caches; nothing where torch lacks it."""
     save = getattr(torch.compiler, "save_cache_artifacts", None)
@@ -308,6 +338,8 @@ def callables(bundle: Bundle, exp: dict, clock: timing.Clock, workdir: str) -> P
         key = f"mode_definitions.{exp['mode']}.quantize"
         model, quantized = quantization.quantized_copy(model, settings["quantize"], key)
         log.info("quantized with torchao: %s", {k: quantized[k] for k in ("method", "quantized_share")})
+    if settings.get("mark_dynamic"):
+        streams.mark_dynamic(bundle.inputs, settings["mark_dynamic"])
     if bundle.causal_lm is None:
         fn, preparation = wrappers.wrap(model, settings, bundle.inputs, **options)
         inputs = bundle.inputs

@@ -54,8 +54,9 @@ def configured(settings: dict):
     else changes inductor's configuration inside (torchao, when it quantizes) is undone on the way out as well.
     """
     saved = torch._inductor.config.get_config_copy()
+    limit = {"recompile_limit": settings["recompile_limit"]} if settings.get("recompile_limit") else {}
     try:
-        with torch._inductor.config.patch(inductor_configuration(settings)):
+        with torch._inductor.config.patch(inductor_configuration(settings)), torch._dynamo.config.patch(limit):
             yield
     finally:
         torch._inductor.config.load_config(saved)

@@ -1,0 +1,193 @@
+"""Shape streams: one process calls a model at a sequence of input shapes, eager and the mode in alternating passes,
+and records each call's latency and what Dynamo compiled for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+
+import torch
+
+from . import comparisons, correctness, timing
+from .comparisons import Timed
+from .models import Bundle, inputs_at
+
+log = logging.getLogger(__name__)
+
+# The input dimensions each axis names.
+AXIS_DIMS = {"batch_size": (0,), "seq_len": (1,), "image_size": (2, 3)}
+LIMIT_LOGGER = "torch._dynamo.convert_frame"
+DEFAULT_PASSES = 3
+
+
+def shapes(stream: dict) -> tuple[str, list[int]]:
+    """The stream's axis and its values in call order: a list repeated `repeat` times, or `calls` seeded draws."""
+    axis = next(a for a in AXIS_DIMS if a in stream)
+    values = stream[axis]
+    if isinstance(values, dict):
+        draw = random.Random(stream.get("seed", 0))
+        return axis, [draw.randint(values["low"], values["high"]) for _ in range(stream["calls"])]
+    return axis, list(values) * stream.get("repeat", 1)
+
+
+def mark_dynamic(inputs: tuple[torch.Tensor, ...], axes: list[str]) -> None:
+    """Mark the dimensions of `axes` dynamic on every input that has them, before the first call."""
+    for tensor in inputs:
+        for axis in axes:
+            for dim in AXIS_DIMS[axis]:
+                if dim < tensor.dim():
+                    torch._dynamo.mark_dynamic(tensor, dim)
+
+
+class _Messages(logging.Handler):
+    def __init__(self, needle: str | None = None):
+        super().__init__(logging.DEBUG)
+        self.needle, self.messages = needle, []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if self.needle is not None and self.needle not in message:
+            return
+        # A recompile's message names the function, then each failed guard on a line of its own: keep the guards.
+        guards = [line.strip()[2:] for line in message.splitlines() if line.strip().startswith("- ")]
+        self.messages.append("; ".join(guards)[:300] if guards else message.splitlines()[0][:300])
+
+
+class CompileWatch:
+    """What Dynamo did during each call: frames compiled, recompile reasons, seconds compiling, the limit hit."""
+
+    def __enter__(self):
+        torch._logging.set_logs(recompiles=True)
+        self.recompiles, self.limit = _Messages(), _Messages("hit config.")
+        logging.getLogger("torch._dynamo.guards.__recompiles").addHandler(self.recompiles)
+        logging.getLogger(LIMIT_LOGGER).addHandler(self.limit)
+        self.seen = len(torch._dynamo.utils.get_compilation_metrics())
+        return self
+
+    def __exit__(self, *exc):
+        logging.getLogger("torch._dynamo.guards.__recompiles").removeHandler(self.recompiles)
+        logging.getLogger(LIMIT_LOGGER).removeHandler(self.limit)
+
+    def mark(self) -> None:
+        """Where the next call starts."""
+        self.reasons, self.limits = len(self.recompiles.messages), len(self.limit.messages)
+
+    def since_mark(self) -> dict:
+        """What Dynamo compiled since `mark`: graphs, recompiles with their reasons, seconds, the limit hit."""
+        metrics = torch._dynamo.utils.get_compilation_metrics()
+        new = [m for m in metrics[self.seen :] if not getattr(m, "is_runtime", False)]
+        self.seen = len(metrics)
+        graphs = [m for m in new if not m.fail_type]
+        return {
+            "compiled": bool(graphs),
+            "recompiled": any((m.cache_size or 0) > 0 or m.recompile_reason for m in graphs),
+            "compile_s": sum((m.dynamo_cumulative_compile_time_us or 0) for m in new) / 1e6,
+            "recompile_reasons": self.recompiles.messages[self.reasons :],
+            "limit_reached": len(self.limit.messages) > self.limits,
+        }
+
+
+def measure(bundle: Bundle, exp: dict, call_mode, clock: timing.Clock) -> dict:
+    """The stream, eager and the mode in alternating passes (the mode's first compiles), per call and in total."""
+    spec, device = exp["spec"], exp["device"]
+    axis, values = shapes(spec["stream"])
+    passes = spec["stream"].get("passes", DEFAULT_PASSES)
+    inputs = {v: inputs_at(bundle, exp["model"], {**spec, axis: v}, exp["seed"], device) for v in dict.fromkeys(values)}
+    if axes := exp["mode_settings"].get("mark_dynamic"):
+        for args in inputs.values():
+            mark_dynamic(args, axes)
+    eager = bundle.module
+    calls, eager_ms, mode_ms, limit_call = [], [], [], None
+    compiled_values: set[int] = set()
+    with CompileWatch() as watch:
+        for k in range(passes):
+            for side in ("eager", "mode"):
+                for i, value in enumerate(values):
+                    args = inputs[value]
+                    if side == "eager":
+                        ms, _ = clock.time(lambda a=args: eager(*a))
+                        eager_ms.append((k, i, ms))
+                    else:
+                        watch.mark()
+                        ms, _ = clock.time(lambda a=args: call_mode(*a))
+                        what = watch.since_mark()
+                        if what["compiled"]:
+                            compiled_values.add(value)
+                        if what["limit_reached"] and limit_call is None:
+                            limit_call = i
+                        mode_ms.append((k, i, ms))
+                        if k == 0:
+                            calls.append(
+                                {
+                                    "call": i,
+                                    "axis": axis,
+                                    "value": value,
+                                    "latency_ms": ms,
+                                    **what,
+                                    "after_limit_uncompiled": limit_call is not None and value not in compiled_values,
+                                }
+                            )
+    eager_totals = [sum(ms for p, _, ms in eager_ms if p == k) / 1e3 for k in range(passes)]
+    mode_totals = [sum(ms for p, _, ms in mode_ms if p == k) / 1e3 for k in range(passes)]
+    per_value = _per_value(values, eager_ms, mode_ms, exp["measure"]["bootstrap_resamples"], exp["seed"])
+    for value, row in per_value.items():
+        args = inputs[value]
+        check = correctness.compare(eager(*args), call_mode(*args), spec["dtype"])
+        row.update(correct=check["passed"], cosine=check["cosine"], max_abs_err=check["max_abs_err"])
+    reasons = [r for c in calls for r in c["recompile_reasons"]]
+    eager_cumulative = _cumulative([ms for p, _, ms in eager_ms if p == 0])
+    mode_cumulative = _cumulative([c["latency_ms"] for c in calls])
+    overtakes = next((i for i, (m, e) in enumerate(zip(mode_cumulative, eager_cumulative)) if m < e), None)
+    return {
+        "stream": {
+            "axis": axis,
+            "values": values,
+            "passes": passes,
+            "calls": calls,
+            "compiles": sum(c["compiled"] for c in calls),
+            "recompiles": sum(c["recompiled"] for c in calls),
+            "recompile_reasons": reasons[:50],
+            "limit_reached": limit_call is not None,
+            "limit_call": limit_call,
+            "calls_after_limit_uncompiled": sum(c["after_limit_uncompiled"] for c in calls),
+            "total_s": mode_totals[0],
+            "eager_total_s": eager_totals[0],
+            "steady_total_s": min(mode_totals[1:]),
+            "eager_steady_total_s": min(eager_totals[1:]),
+            "pass_totals_s": mode_totals,
+            "eager_pass_totals_s": eager_totals,
+            "eager_call_ms": [ms for p, _, ms in eager_ms if p == 0],
+            "overtakes_eager_at_call": overtakes,
+            "per_value": list(per_value.values()),
+            "correct": all(row["correct"] for row in per_value.values()),
+        }
+    }
+
+
+def _cumulative(ms: list[float]) -> list[float]:
+    total, out = 0.0, []
+    for value in ms:
+        total += value
+        out.append(total)
+    return out
+
+
+def _per_value(values, eager_ms, mode_ms, resamples: int, seed: int) -> dict[int, dict]:
+    """Per distinct value, once compiled (the passes after the first): eager's median over the mode's, with a
+    bootstrap interval over the calls at that value."""
+    rows = {}
+    for n, value in enumerate(dict.fromkeys(values)):
+        at = {i for i, v in enumerate(values) if v == value}
+        base = [ms for p, i, ms in eager_ms if p > 0 and i in at]
+        mine = [ms for p, i, ms in mode_ms if p > 0 and i in at]
+        ratio = comparisons.unpaired([Timed(_array(base))], [Timed(_array(mine))], resamples=resamples, seed=seed + n)
+        low, high = ratio.ci95
+        rows[value] = {"value": value, "calls": len(mine), "speedup": ratio.value, "ci95": [low, high]}
+    return rows
+
+
+def _array(ms: list[float]):
+    import numpy as np
+
+    return np.asarray(ms, dtype=float)
