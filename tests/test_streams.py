@@ -3,7 +3,9 @@ and paper section, from a scaled-down copy of config/experiments/shape-streams.y
 
 from __future__ import annotations
 
+import shutil
 from html import unescape
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -11,7 +13,7 @@ import yaml
 from helpers import ASSETS_MIRROR, ROOT, TINY_MODELS, WORKFLOW_MEASURE, copy_project, planned_outputs, tiny_config
 
 from compilebench import config as configuration
-from compilebench import figures, paper, runner, streams
+from compilebench import figures, jobs, paper, runner, streams, tables
 from compilebench.errors import ConfigError
 from compilebench.layout import FIGURE_TABLES
 from compilebench.registry import table_names
@@ -139,3 +141,23 @@ def test_mark_dynamic_without_dynamic_null_is_refused():
     raw = tiny_config(mode_definitions={"m": {"kind": "compile", "compile": {"mark_dynamic": ["batch_size"]}}})
     with pytest.raises(ConfigError, match=r"mode_definitions\.m\.compile\.mark_dynamic.*dynamic: null"):
         configuration.validate(raw)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("tlparse") is None, reason="needs tlparse (the test extra installs it)")
+def test_a_compile_trace_is_kept_rendered_by_tlparse_and_linked_from_the_paper(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    raw = scaled_down()
+    raw["measure"] = {**raw["measure"], "compile_trace": True}
+    config = configuration.validate(raw)
+    exp = configuration.experiment(config, "vit.stream", "compile-default", "cpu")
+    result = jobs.benchmark_job(exp, tmp_path / "result.json")
+    assert result["status"] == "ok", result.get("error")
+    trace = result["compile_trace"]
+    assert trace["report"] == "results/traces/cpu/vit.stream/compile-default.compile/report/index.html"
+    assert Path(trace["log"]).is_file() and Path(trace["report"]).is_file()
+    report = Path(trace["report"]).read_text()
+    assert "0/1" in report and "0/2" in report  # the two recompiles of the stream, by compile id
+    runs = tables.runs_table([tmp_path / "result.json"])
+    links = paper.compile_traces(runs)
+    assert links[0]["link"] == "../traces/cpu/vit.stream/compile-default.compile/report/index.html"

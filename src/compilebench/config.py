@@ -19,7 +19,7 @@ import yaml
 
 from . import catalog, modes
 from .errors import ConfigError, UserError  # noqa: F401  (UserError: the base callers catch)
-from .layout import ASSETS_DIR, TRACE, WEIGHTS_DIR
+from .layout import ASSETS_DIR, COMPILE_TRACE, TRACE, WEIGHTS_DIR
 from .records import SWEEP_KEYS
 from .results import run_result_paths
 
@@ -621,6 +621,8 @@ def experiment(config: dict, model: str, mode: str, hardware: str, *, any_mode: 
     settings = modes.settings(modes.definitions(config)[mode], jit_method=spec["jit"], fullgraph=measure["fullgraph"])
     if measure["profile"]:
         measure["trace"] = TRACE.format(hardware=hardware, model=model, mode=mode)
+    if measure.get("compile_trace"):
+        measure["compile_trace_dir"] = COMPILE_TRACE.format(hardware=hardware, model=model, mode=mode)
     return canonical(
         {
             "model": model,

@@ -15,6 +15,7 @@ import logging
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -236,7 +237,9 @@ def process_job(
             "caches_given": bool(cache_env),
             "cache_bundle": str(bundle) if process == 1 and _bundle_wanted(exp) else None,
         }
-        returncode = supervised(request, timeout_s, python=python, env=cache_env)
+        trace_dir = exp["measure"].get("compile_trace_dir") if process == 1 else None
+        trace_env = _compile_trace_env(trace_dir) if trace_dir else {}
+        returncode = supervised(request, timeout_s, python=python, env={**cache_env, **trace_env})
         if returncode is None:
             message = f"stopped after measure.timeout_s = {timeout_s} s (compile included)"
             log.error("%s", message)
@@ -244,6 +247,9 @@ def process_job(
         if returncode != 0 or not Path(out).exists():
             return _write_stopped(exp, out, "failed", started_at, f"the benchmark process {death(returncode)}")
         result = read_json(out)
+        if trace_dir:
+            result["compile_trace"] = _render_compile_trace(trace_dir)
+            write_json(out, result)
         if result["status"] == "ok" and process == 1 and _warm_starts_wanted(exp):
             starts = _warm_starts(exp, python, cache_env, bundle, scratch, deadline)
             result.update(starts, finished_at=now())
@@ -471,3 +477,37 @@ if __name__ == "__main__":
         _first_call_in_child(**request)
     else:
         _measure_in_child(**request)
+
+
+def _compile_trace_env(folder: str | Path) -> dict[str, str]:
+    """Where a measuring process writes its TORCH_TRACE log: `folder`/raw, emptied first."""
+    raw = Path(folder) / "raw"
+    shutil.rmtree(folder, ignore_errors=True)
+    raw.mkdir(parents=True)
+    return {"TORCH_TRACE": str(raw)}
+
+
+def _render_compile_trace(folder: str | Path) -> dict:
+    """The TORCH_TRACE log a process left in `folder`/raw, rendered by tlparse into `folder`/report; where tlparse is
+    missing or fails, the log is kept and the record says why there is no report."""
+    folder = Path(folder)
+    logs = sorted((folder / "raw").glob("*.log"))
+    record = {"log": str(logs[0]) if logs else None, "report": None, "note": None}
+    tlparse = shutil.which("tlparse")
+    if not logs:
+        record["note"] = "torch wrote no TORCH_TRACE log"
+    elif tlparse is None:
+        record["note"] = "tlparse is not installed (pip install tlparse): the raw log is kept"
+    else:
+        done = subprocess.run(
+            [tlparse, str(logs[0]), "-o", str(folder / "report"), "--overwrite", "--no-browser"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        index = folder / "report" / "index.html"
+        if done.returncode == 0 and index.is_file():
+            record["report"] = str(index)
+        else:
+            record["note"] = f"tlparse failed: {(done.stderr or done.stdout).strip()[-300:]}"
+    return record

@@ -30,6 +30,8 @@ RUN = str(RESULTS / "runs" / "{hardware}" / "{model}" / "{mode}.json")
 PROCESS = str(RESULTS / "processes" / "{hardware}" / "{model}" / "{mode}" / "{process}.json")
 PROCESS_CACHES = str(RESULTS / "processes" / "{hardware}" / "{model}" / "{mode}" / "caches")
 TRACE = str(TRACES_DIR / "{hardware}" / "{model}" / "{mode}.json")
+# With measure.compile_trace: the compile's TORCH_TRACE log (raw/) and its tlparse report (report/index.html).
+COMPILE_TRACE = str(TRACES_DIR / "{hardware}" / "{model}" / "{mode}.compile")
 TABLE = str(TABLES_DIR / "{table}.csv")
 FIGURE = str(FIGURES_DIR / "{figure}.{ext}")
 PAPER = str(REPORT_OUT / "paper.{ext}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import math
+import os
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,7 +16,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from .assets import sha256_of
 from .comparisons import BUSY_SHARE, said
 from .config import measure_settings
-from .layout import ASSETS_DIR, FIGURE_NAMES
+from .layout import ASSETS_DIR, FIGURE_NAMES, REPORT_OUT
 from .modes import ordered
 from .results import atomic_write, read_json
 from .tables import unbacked_fast_math
@@ -292,6 +293,17 @@ def _times(value) -> str:
     return "–" if value is None else f"{value:.2f}×"
 
 
+def compile_traces(runs: pd.DataFrame) -> list[dict]:
+    """Each run's tlparse report of its compile (`measure.compile_trace`), by its path relative to the paper."""
+    if "compile_trace_report" not in runs:
+        return []
+    traced = runs.dropna(subset=["compile_trace_report"])
+    return [
+        {**row, "link": os.path.relpath(row["compile_trace_report"], REPORT_OUT)}
+        for row in _records(traced[["hardware", "model", "mode", "compile_trace_report"]])
+    ]
+
+
 def stream_findings(streams: pd.DataFrame) -> list[str]:
     """Per shape stream and mode: its recompiles, the recompile limit, when it overtook eager over the stream, and
     the stream's total time against eager's, first pass (compiles included) and once compiled."""
@@ -516,6 +528,7 @@ def context(
         "quantized": quantization_rows(runs, effects),
         "streams": _records(streams),
         "stream_findings": stream_findings(streams),
+        "compile_traces": compile_traces(runs),
         "comparison": _records(comparison),
         "comparison_findings": comparison_findings(comparison),
         "compare_with": previous,

@@ -125,6 +125,7 @@ def _run_row(result: dict, path: str) -> dict:
         "float64_rmse": check.get("float64_rmse"),
         "eager_float64_rmse": check.get("eager_float64_rmse"),
         "correctness_rule": check.get("criterion"),
+        "compile_trace_report": (result.get("compile_trace") or {}).get("report"),
         "graphs": compiler.get("graphs"),
         "graph_breaks": compiler.get("graph_breaks"),
         "recompiles": compiler.get("recompiles"),
