@@ -126,7 +126,7 @@ def generation_throughput(t: Tables) -> plt.Figure:
 
 def speedup_heatmap(t: Tables) -> plt.Figure:
     """3. Interleaved speedup over eager, model x mode, one heatmap per hardware."""
-    sp = t.speedups[t.speedups["status"] == "ok"]
+    sp = t.speedups[t.speedups["status"] == "ok"].dropna(subset=["speedup"])
     if sp.empty:
         return _empty("No non-eager runs to compare with eager.")
     hardware = sorted(sp["hardware"].unique())

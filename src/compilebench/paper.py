@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup, escape
 
 from .assets import sha256_of
 from .comparisons import BUSY_SHARE, said
@@ -472,8 +473,11 @@ def _data_uri(path: Path) -> str:
     return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode()}"
 
 
-def _caption(path: Path) -> str:
-    return " ".join(Path(path).read_text().split())
+def _caption(path: Path) -> Markup:
+    """A caption file's text for the paper, its ``literals`` (reStructuredText, as Snakemake's report reads them)
+    set as code."""
+    text = str(escape(" ".join(Path(path).read_text().split())))
+    return Markup(re.sub(r"``(.+?)``", r"<code>\1</code>", text))
 
 
 def asset_checksums(config: dict) -> list[dict]:
