@@ -25,11 +25,18 @@ def config_file(tmp_path):
     return write
 
 
+QUANTIZED_MODES = {
+    "compile-int8": {"kind": "compile", "quantize": {"method": "int8_weight_only"}},
+    "eager-int8": {"kind": "eager", "quantize": {"method": "int8_weight_only"}},
+}
+
+
 @pytest.fixture(scope="session")
 def finished(tmp_path_factory):
     """The one finished tiny run most end-to-end tests assert on: every stage to the paper, a defined mode, a
-    sweep, warm starts, an unsupported mode, one model whose reference cannot be computed, and one measured in two
-    processes (in rounds). Tests that change it leave it whole again."""
+    sweep, warm starts, an unsupported mode, one model whose reference cannot be computed, one measured in two
+    processes (in rounds), and torchao quantized modes beside their unquantized baselines (a CNN compiled, a
+    generator in eager). Tests that change it leave it whole again."""
     import torch
 
     config = tiny_workflow_config(ASSETS_MIRROR)
@@ -38,8 +45,12 @@ def finished(tmp_path_factory):
     config["models"]["broken"] = {**TINY_MODELS["resnet"], "weights": str(wrong), "modes": ["eager", "compile-default"]}
     config["models"]["resnet"]["measure"] = {"warm_start": True}  # one model's compiles start again, warm
     config["models"]["llama"]["measure"] = {"processes": 2}
+    config["mode_definitions"].update(QUANTIZED_MODES)
+    config["modes"] += list(QUANTIZED_MODES)
+    config["models"]["resnet"]["modes"].append("compile-int8")
+    config["models"]["llama"]["modes"].append("eager-int8")
     project = copy_project(tmp_path_factory.mktemp("project"), config)
     runs = {o for o in planned_outputs(project) if o.startswith("results/runs/")}
     done = snakemake(project)
-    assert "compilebench: 10 ok, 2 failed, 0 timeout, 1 unsupported" in done.stderr  # failures are data
+    assert "compilebench: 12 ok, 2 failed, 0 timeout, 1 unsupported" in done.stderr  # failures are data
     return project, config, runs

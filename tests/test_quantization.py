@@ -4,25 +4,16 @@ correctness rule, weight bytes, and the clear errors."""
 from __future__ import annotations
 
 import sys
+from html import unescape
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
-import yaml
-from helpers import (
-    ASSETS_MIRROR,
-    ROOT,
-    TINY_MODELS,
-    WORKFLOW_MEASURE,
-    copy_project,
-    snakemake,
-    tiny_config,
-    write_config,
-)
+from helpers import ROOT, TINY_MODELS, tiny_config
 
 from compilebench import config as configuration
-from compilebench import modes, quantization
+from compilebench import modes, quantization, runner
 from compilebench.errors import ConfigError
 from compilebench.results import read_json
 
@@ -37,9 +28,9 @@ QUANTIZED = {
 }
 
 
-def validated(models: dict, modes: list[str], **overrides) -> dict:
+def validated(models: dict, mode_names: list[str], **overrides) -> dict:
     raw = tiny_config(models, mode_definitions=QUANTIZED, **overrides)
-    raw["modes"] = modes
+    raw["modes"] = mode_names
     return configuration.validate(raw)
 
 
@@ -54,40 +45,16 @@ def test_a_quantized_copy_holds_torchao_tensors_and_leaves_the_model_float():
     assert record["weight_bytes_quantized"] < 0.3 * record["weight_bytes"]  # int8 data, a scale per row
 
 
-# The experiment file scaled down: tiny stand-ins of its CNN (a compiled int8 mode against compile-default) and its
-# generator (int8 eager against eager; int4); its ViT is quantized like the generator's linear layers.
-SCALED_MODES = {
-    "resnet18": ["eager", "compile-default", "compile-int8"],
-    "llama-tiny": ["eager", "eager-int8", "eager-int4"],
-}
-STAND_INS = {"resnet18": "resnet", "llama-tiny": "llama"}
-
-
-@pytest.fixture(scope="module")
-def quantization_study(tmp_path_factory):
-    study = yaml.safe_load((ROOT / "config" / "experiments" / "quantization.yaml").read_text())
-    scaled = {**study, "measure": dict(WORKFLOW_MEASURE), "hardware": {"cpu": {"device": "cpu"}}}
-    scaled["models"] = {name: {**TINY_MODELS[STAND_INS[name]], "modes": modes} for name, modes in SCALED_MODES.items()}
-    scaled["modes"] = list(dict.fromkeys(m for modes in SCALED_MODES.values() for m in modes))
-    scaled["assets"] = {**study["assets"], "mirror": str(ASSETS_MIRROR)}
-    project = copy_project(
-        tmp_path_factory.mktemp("quantization"), yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    )
-    write_config(project / "config" / "experiments" / "quantization.yaml", scaled)
-    snakemake(project, "--configfile", "config/experiments/quantization.yaml")
-    return project
-
-
 def result(project: Path, model: str, mode: str) -> dict:
     return read_json(project / "results" / "runs" / "cpu" / model / f"{mode}.json")
 
 
+# The shared run (tests/conftest.py) holds a tiny CNN in compile-int8 beside compile-default, and a tiny generator
+# in eager-int8 beside eager, each measured by Snakemake like any other mode.
 @pytest.mark.slow
-def test_a_quantized_mode_quantizes_only_what_torchao_quantizes_and_is_judged_by_its_own_rule(quantization_study):
-    cnn, generator = (
-        result(quantization_study, "resnet18", "compile-int8"),
-        result(quantization_study, "llama-tiny", "eager-int8"),
-    )
+def test_a_quantized_mode_quantizes_only_what_torchao_quantizes_and_is_judged_by_its_own_rule(finished):
+    project, _, _ = finished
+    cnn, generator = result(project, "resnet", "compile-int8"), result(project, "llama", "eager-int8")
     assert cnn["status"] == "ok" and generator["status"] == "ok", (cnn.get("error"), generator.get("error"))
     assert cnn["quantization"]["tensor_types"] == ["Int8Tensor"] and cnn["quantization"]["quantized_tensors"] == 1
     assert 0 < cnn["quantization"]["quantized_share"] < 0.01  # a CNN: only its classifier is linear
@@ -100,33 +67,34 @@ def test_a_quantized_mode_quantizes_only_what_torchao_quantizes_and_is_judged_by
         assert check["rule"] == "quantized" and check["criterion"].startswith("quantized: cosine >= 0.98")
         assert check["passed"] == (check["cosine"] >= 0.98)
     assert "token_agreement" in generator["correctness"] and "top1_agreement" in cnn["correctness"]
-    assert result(quantization_study, "resnet18", "eager")["correctness"]["rule"] != "quantized"
+    assert result(project, "resnet", "eager")["correctness"]["rule"] != "quantized"
 
 
 @pytest.mark.slow
-def test_the_baseline_of_a_quantized_mode_is_the_same_mode_unquantized(quantization_study):
-    effects = pd.read_csv(quantization_study / "results" / "tables" / "mode_effects.csv").set_index(["model", "mode"])
-    assert effects.loc[("resnet18", "compile-int8"), "base_mode"] == "compile-default"
-    assert effects.loc[("llama-tiny", "eager-int8"), "base_mode"] == "eager"
-    assert effects.loc[("llama-tiny", "eager-int8"), "base_speedup"] == 1.0
-    row = effects.loc[("resnet18", "compile-int8")]
+def test_the_baseline_of_a_quantized_mode_is_the_same_mode_unquantized(finished):
+    project, _, _ = finished
+    effects = pd.read_csv(project / "results" / "tables" / "mode_effects.csv").set_index(["model", "mode"])
+    assert effects.loc[("resnet", "compile-int8"), "base_mode"] == "compile-default"
+    assert effects.loc[("llama", "eager-int8"), "base_mode"] == "eager"
+    assert effects.loc[("llama", "eager-int8"), "base_speedup"] == 1.0
+    row = effects.loc[("resnet", "compile-int8")]
     assert row["differs_in"] == "quantize: int8_weight_only"
     assert row["ratio_ci95_low"] <= row["ratio"] <= row["ratio_ci95_high"] and row["verdict"] in VERDICTS
-    runs = pd.read_csv(quantization_study / "results" / "tables" / "runs.csv").set_index(["model", "mode"])
-    assert runs.loc[("llama-tiny", "eager-int8"), "mode_quantize"] == "int8_weight_only"
-    assert pd.isna(runs.loc[("llama-tiny", "eager"), "weight_bytes"])
+    runs = pd.read_csv(project / "results" / "tables" / "runs.csv").set_index(["model", "mode"])
+    assert runs.loc[("llama", "eager-int8"), "mode_quantize"] == "int8_weight_only"
+    assert pd.isna(runs.loc[("llama", "eager"), "weight_bytes"])
+    html = unescape((project / "results" / "report" / "paper.html").read_text())
+    assert 'id="quantization-table"' in html and "quantized: cosine ≥ 0.98" in html
 
 
 @pytest.mark.slow
-def test_int4_on_this_cpu_is_unsupported_with_torchaos_reason_and_the_paper_says_so(quantization_study):
-    int4 = result(quantization_study, "llama-tiny", "eager-int4")
-    html = (quantization_study / "results" / "report" / "paper.html").read_text()
-    assert 'id="quantization-table"' in html and "quantized: cosine ≥ 0.98" in html
+def test_int4_on_this_cpu_is_unsupported_with_torchaos_reason():
+    config = validated({"llama": TINY_MODELS["llama"]}, ["eager", "eager-int4"])
+    int4 = runner.run(configuration.experiment(config, "llama", "eager-int4", "cpu"))
     if int4["status"] == "ok":
         pytest.skip("this torchao runs int4 weight-only on this CPU")
     assert int4["status"] == "unsupported"
     assert "torchao" in int4["error"]["message"] and "int4_weight_only" in int4["error"]["message"]
-    assert int4["error"]["message"].split(":")[0] in html
 
 
 def test_quantization_without_torchao_fails_at_validation_with_the_install_command(monkeypatch):
