@@ -69,6 +69,7 @@ def test_compiled_runs_carry_their_warm_starts_phases_and_break_even_into_tables
     assert set(resnet["start"]) == {"cold", "warm", "bundle"} and set(resnet["mode"]) == {
         "compile-default",
         "compile-freezing",
+        "compile-int8",  # a quantized compile starts warm too
     }
     html = (project / "results" / "report" / "paper.html").read_text()
     assert 'id="figure-pay_off"' in html and 'id="figure-compile_phases"' in html
@@ -224,7 +225,7 @@ def test_an_experiments_processes_run_in_rounds_and_only_its_result_is_kept(fini
     spans = measuring_processes(project)
     second = [span for span in spans if span[1] == 2]
     assert {span[0] for span in second} == {
-        f"results/runs/cpu/llama/{mode}.json" for mode in ("eager", "compile-default")
+        f"results/runs/cpu/llama/{mode}.json" for mode in ("eager", "compile-default", "eager-int8")
     }
     assert max(span[2] for span in spans if span[1] == 1) < min(span[2] for span in second), spans
     for mode in ("eager", "compile-default"):
@@ -259,7 +260,7 @@ def test_changed_iterations_rerun_only_that_model(finished):
     finally:
         write_config(project / "config" / "config.yaml", config)
     runs = {o for o in planned if o.startswith("results/runs/")}
-    assert runs == {f"results/runs/cpu/llama/{mode}.json" for mode in ("eager", "jit", "compile-default")}, DRY_RUNS[-1]
+    assert runs == {f"results/runs/cpu/llama/{mode}.json" for mode in config["models"]["llama"]["modes"]}, DRY_RUNS[-1]
     assert "results/tables/runs.csv" in planned and "results/report/paper.pdf" in planned
     assert not any(o.startswith(("results/reference/", "results/env/")) for o in planned)
 
