@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import logging
 import random
+from itertools import accumulate
 
+import numpy as np
 import torch
 
 from . import comparisons, correctness, timing
 from .comparisons import Timed
+from .dynamo_counters import RECOMPILES_LOGGER
 from .models import Bundle, inputs_at
 
 log = logging.getLogger(__name__)
@@ -60,13 +63,13 @@ class CompileWatch:
     def __enter__(self):
         torch._logging.set_logs(recompiles=True)
         self.recompiles, self.limit = _Messages(), _Messages("hit config.")
-        logging.getLogger("torch._dynamo.guards.__recompiles").addHandler(self.recompiles)
+        logging.getLogger(RECOMPILES_LOGGER).addHandler(self.recompiles)
         logging.getLogger(LIMIT_LOGGER).addHandler(self.limit)
         self.seen = len(torch._dynamo.utils.get_compilation_metrics())
         return self
 
     def __exit__(self, *exc):
-        logging.getLogger("torch._dynamo.guards.__recompiles").removeHandler(self.recompiles)
+        logging.getLogger(RECOMPILES_LOGGER).removeHandler(self.recompiles)
         logging.getLogger(LIMIT_LOGGER).removeHandler(self.limit)
 
     def mark(self) -> None:
@@ -136,8 +139,8 @@ def measure(bundle: Bundle, exp: dict, call_mode, clock: timing.Clock) -> dict:
         check = correctness.compare(eager(*args), call_mode(*args), spec["dtype"])
         row.update(correct=check["passed"], cosine=check["cosine"], max_abs_err=check["max_abs_err"])
     reasons = [r for c in calls for r in c["recompile_reasons"]]
-    eager_cumulative = _cumulative([ms for p, _, ms in eager_ms if p == 0])
-    mode_cumulative = _cumulative([c["latency_ms"] for c in calls])
+    eager_cumulative = list(accumulate(ms for p, _, ms in eager_ms if p == 0))
+    mode_cumulative = list(accumulate(c["latency_ms"] for c in calls))
     overtakes = next((i for i, (m, e) in enumerate(zip(mode_cumulative, eager_cumulative)) if m < e), None)
     return {
         "stream": {
@@ -165,14 +168,6 @@ def measure(bundle: Bundle, exp: dict, call_mode, clock: timing.Clock) -> dict:
     }
 
 
-def _cumulative(ms: list[float]) -> list[float]:
-    total, out = 0.0, []
-    for value in ms:
-        total += value
-        out.append(total)
-    return out
-
-
 def _per_value(values, eager_ms, mode_ms, resamples: int, seed: int) -> dict[int, dict]:
     """Per distinct value, once compiled (the passes after the first): eager's median over the mode's, with a
     bootstrap interval over the calls at that value."""
@@ -181,13 +176,9 @@ def _per_value(values, eager_ms, mode_ms, resamples: int, seed: int) -> dict[int
         at = {i for i, v in enumerate(values) if v == value}
         base = [ms for p, i, ms in eager_ms if p > 0 and i in at]
         mine = [ms for p, i, ms in mode_ms if p > 0 and i in at]
-        ratio = comparisons.unpaired([Timed(_array(base))], [Timed(_array(mine))], resamples=resamples, seed=seed + n)
+        ratio = comparisons.unpaired(
+            [Timed(np.asarray(base))], [Timed(np.asarray(mine))], resamples=resamples, seed=seed + n
+        )
         low, high = ratio.ci95
         rows[value] = {"value": value, "calls": len(mine), "speedup": ratio.value, "ci95": [low, high]}
     return rows
-
-
-def _array(ms: list[float]):
-    import numpy as np
-
-    return np.asarray(ms, dtype=float)
