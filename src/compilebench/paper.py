@@ -364,7 +364,7 @@ def _published_lookup(published: dict) -> dict[tuple[str, str, str], float]:
 
 
 def results_rows(runs: pd.DataFrame, speedups: pd.DataFrame, published: dict) -> list[dict]:
-    """Table 1: each run beside the published figures, and each speedup's verdict against its noise floor (from
+    """Tables 1 and 1b: each run, beside the published figures, and each speedup's verdict against its noise floor (from
     the speedups table)."""
     lookup = _published_lookup(published)
     verdicts = {
