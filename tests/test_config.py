@@ -1,3 +1,5 @@
+import json
+
 import pytest
 from helpers import TINY_MODELS, tiny_config
 
@@ -246,6 +248,28 @@ def test_a_close_architecture_name_is_suggested():
     raw["models"]["vit"]["arch"] = "lama"
     with pytest.raises(ConfigError, match="did you mean llama"):
         configuration.validate(raw)
+
+
+def test_architecture_names_are_kept_per_library_version_and_a_damaged_cache_is_rebuilt(tmp_path, monkeypatch):
+    """A snakemake invocation lists torchvision's and transformers' names from the user's cache, not by importing
+    them (seconds each time); the cache is named by the installed version, so an upgrade lists again."""
+    import importlib.metadata
+
+    from compilebench import catalog
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    catalog.known_architectures.cache_clear()
+    version = importlib.metadata.version("torchvision")
+    names = catalog.known_architectures("torchvision")
+    cached = tmp_path / "compilebench" / f"architectures-torchvision-{version}.json"
+    assert "resnet18" in names and set(json.loads(cached.read_text())) == names
+    cached.write_text('["resnet18", "only_in_the_cache"]')
+    catalog.known_architectures.cache_clear()
+    assert catalog.known_architectures("torchvision") == {"resnet18", "only_in_the_cache"}  # read, not imported
+    cached.write_text("[half a list")
+    catalog.known_architectures.cache_clear()
+    assert catalog.known_architectures("torchvision") == names
+    catalog.known_architectures.cache_clear()
 
 
 def test_real_checkpoints_pass_the_weights_check(tmp_path):

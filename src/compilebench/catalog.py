@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import difflib
 import functools
+import importlib.metadata
+import json
+import os
 import zipfile
 from pathlib import Path
 
 from .errors import ConfigError
+from .results import write_json
 
 # What `save_pretrained` writes beside config.json, one file or the index of a sharded checkpoint.
 TRANSFORMERS_WEIGHT_FILES = (
@@ -26,7 +30,32 @@ TRANSFORMERS_WEIGHT_FILES = (
 
 @functools.cache
 def known_architectures(source: str) -> frozenset[str] | None:
-    """The names `source` can build here, or None where the library is not installed."""
+    """The names `source` can build here, or None where the library is not installed. Importing torchvision or
+    transformers to list them takes seconds, paid by every snakemake invocation that validates a config, so the
+    names of each installed version are kept in the user's cache."""
+    try:
+        version = importlib.metadata.version(source)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    cached = _cache_dir() / f"architectures-{source}-{version}.json"
+    try:
+        return frozenset(json.loads(cached.read_text()))
+    except (OSError, ValueError):
+        pass
+    names = _importing(source)
+    if names is not None:
+        try:
+            write_json(cached, sorted(names))
+        except OSError:
+            pass  # a read-only home only costs the next invocation the import again
+    return names
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "compilebench"
+
+
+def _importing(source: str) -> frozenset[str] | None:
     try:
         if source == "torchvision":
             import torchvision

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from .comparisons import Timed, paired
 
@@ -19,6 +18,8 @@ def _bootstrap(samples: tuple[np.ndarray, ...], statistic, resamples: int, seed:
     if min(len(s) for s in samples) < 2:
         value = float(statistic(*samples))
         return [value, value]
+    from scipy import stats  # here, not at the top: every snakemake invocation imports this module to plan
+
     result = stats.bootstrap(
         samples,
         statistic,
