@@ -55,3 +55,4 @@ rule all:
     input:
         get_final_output(),
         get_run_results,
+        get_compile_trace_reports,

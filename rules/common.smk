@@ -101,6 +101,18 @@ def get_run_results(wildcards=None):
     ]
 
 
+def get_compile_trace_reports(wildcards=None):
+    """The tlparse report of every compiling experiment with `measure.compile_trace` (Snakemake's --report)."""
+    return [
+        layout.COMPILE_TRACE_REPORT.format(hardware=h, model=m, mode=mode)
+        for h, m, mode in benchmark_jobs()
+        if (exp := configuration.experiment(config, m, mode, h))["measure"].get(
+            "compile_trace"
+        )
+        and exp["mode_settings"]["kind"] in ("compile", "export")
+    ]
+
+
 def processes_wanted(hardware, model, mode):
     return configuration.experiment(config, model, mode, hardware)["measure"][
         "processes"

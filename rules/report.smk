@@ -53,3 +53,24 @@ rule paper_pdf:
         command=get_command_line(),
     script:
         "../scripts/paper.py"
+
+
+# With measure.compile_trace: each compiling experiment's tlparse report, for Snakemake's --report.
+rule compile_trace_report:
+    input:
+        run=layout.RUN,
+    output:
+        report(
+            directory(layout.COMPILE_TRACE_REPORT),
+            htmlindex="index.html",
+            caption="../report/captions/compile_trace.rst",
+            category="Compile traces",
+            labels={"hardware": "{hardware}", "model": "{model}", "mode": "{mode}"},
+        ),
+    log:
+        "logs/report/compile_trace/{hardware}/{model}/{mode}.log",
+    localrule: True
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../scripts/compile_trace_report.py"

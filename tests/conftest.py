@@ -34,16 +34,17 @@ QUANTIZED_MODES = {
 @pytest.fixture(scope="session")
 def finished(tmp_path_factory):
     """The one finished tiny run most end-to-end tests assert on: every stage to the paper, a defined mode, a
-    sweep, warm starts, an unsupported mode, one model whose reference cannot be computed, one measured in two
-    processes (in rounds), and torchao quantized modes beside their unquantized baselines (a CNN compiled, a
-    generator in eager). Tests that change it leave it whole again."""
+    sweep, warm starts, compile traces, an unsupported mode, one model whose reference cannot be computed, one
+    measured in two processes (in rounds), and torchao quantized modes beside their unquantized baselines (a CNN
+    compiled, a generator in eager). Tests that change it leave it whole again."""
     import torch
 
     config = tiny_workflow_config(ASSETS_MIRROR)
     wrong = tmp_path_factory.mktemp("weights") / "other_architecture.pt"
     torch.save({"layer.weight": torch.zeros(2, 2)}, wrong)  # a real checkpoint, but not of a resnet18
     config["models"]["broken"] = {**TINY_MODELS["resnet"], "weights": str(wrong), "modes": ["eager", "compile-default"]}
-    config["models"]["resnet"]["measure"] = {"warm_start": True}  # one model's compiles start again, warm
+    # One model's compiles start again, warm, and keep their TORCH_TRACE log, rendered by tlparse.
+    config["models"]["resnet"]["measure"] = {"warm_start": True, "compile_trace": True}
     config["models"]["llama"]["measure"] = {"processes": 2}
     config["mode_definitions"].update(QUANTIZED_MODES)
     config["modes"] += list(QUANTIZED_MODES)

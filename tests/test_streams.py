@@ -162,3 +162,13 @@ def test_a_compile_trace_is_kept_rendered_by_tlparse_and_linked_from_the_paper(t
     runs = tables.runs_table([tmp_path / "result.json"])
     links = paper.compile_traces(runs)
     assert links[0]["link"] == "../traces/cpu/vit.stream/compile-default.compile/report/index.html"
+    # As Snakemake's --report takes it: the report whole, or a page that says why there is none.
+    jobs.publish_compile_trace(tmp_path / "result.json", tmp_path / "published")
+    assert (tmp_path / "published" / "index.html").read_text() == report
+    assert len(list((tmp_path / "published").rglob("*"))) == len(list(Path(trace["report"]).parent.rglob("*")))
+    without = {**result, "compile_trace": {**trace, "report": None, "note": "tlparse is not installed"}}
+    write_json(tmp_path / "untraced.json", without)
+    jobs.publish_compile_trace(tmp_path / "untraced.json", tmp_path / "published")
+    page = (tmp_path / "published" / "index.html").read_text()
+    assert "No tlparse report for cpu/vit.stream/compile-default: tlparse is not installed." in page
+    assert [p.name for p in (tmp_path / "published").iterdir()] == ["index.html"]

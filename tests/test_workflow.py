@@ -170,6 +170,12 @@ def test_snakemake_report_packages_the_run(finished):
     assert any(n.endswith("speedup_heatmap.svg") for n in names)
     page = archive.read(next(n for n in names if n.endswith("report/report.html"))).decode()
     assert all(" ".join(spec.caption.split()[:4]) in page for spec in registry.TABLES.values())  # their captions
+    # resnet's three compiling modes, traced (measure.compile_trace): each tlparse report whole, its pages beside it
+    assert "Compile traces" in page
+    reports = [n for n in names if n.endswith("/index.html") and "Stack trie" in archive.read(n).decode()]
+    assert len(reports) == 3 and all(
+        sum(n.startswith(index.removesuffix("index.html")) for n in names) > 5 for index in reports
+    )
 
 
 def test_dry_run_has_one_job_per_model_mode_hardware(finished):

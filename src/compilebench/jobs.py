@@ -10,6 +10,7 @@ the snakemake that started it, even when that one is killed.
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import os
@@ -485,6 +486,27 @@ def _compile_trace_env(folder: str | Path) -> dict[str, str]:
     shutil.rmtree(folder, ignore_errors=True)
     raw.mkdir(parents=True)
     return {"TORCH_TRACE": str(raw)}
+
+
+def publish_compile_trace(result_path: str | Path, folder: str | Path) -> None:
+    """The tlparse report an experiment's result names, copied whole into `folder` (index.html first); where the
+    result has none, an index.html that says why, so that every traced experiment has a page in the report."""
+    result = read_json(result_path)
+    trace = result.get("compile_trace") or {}
+    folder = Path(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+    if trace.get("report") and Path(trace["report"]).is_file():
+        shutil.copytree(Path(trace["report"]).parent, folder)
+        return
+    if result.get("status") != "ok":
+        why = f"the experiment ended {result.get('status')}: {(result.get('error') or {}).get('message', '')}"
+    else:
+        why = trace.get("note") or "the result records no compile trace"
+    folder.mkdir(parents=True)
+    title = html.escape(f"{result.get('hardware')}/{result.get('model')}/{result.get('mode')}")
+    (folder / "index.html").write_text(
+        f"<!doctype html><title>Compile trace of {title}</title><p>No tlparse report for {title}: {html.escape(why)}."
+    )
 
 
 def _render_compile_trace(folder: str | Path) -> dict:

@@ -32,6 +32,8 @@ PROCESS_CACHES = str(RESULTS / "processes" / "{hardware}" / "{model}" / "{mode}"
 TRACE = str(TRACES_DIR / "{hardware}" / "{model}" / "{mode}.json")
 # With measure.compile_trace: the compile's TORCH_TRACE log (raw/) and its tlparse report (report/index.html).
 COMPILE_TRACE = str(TRACES_DIR / "{hardware}" / "{model}" / "{mode}.compile")
+# The same report as Snakemake's `--report` includes it, one folder per traced experiment.
+COMPILE_TRACE_REPORT = str(REPORT_OUT / "compile_traces" / "{hardware}" / "{model}" / "{mode}")
 TABLE = str(TABLES_DIR / "{table}.csv")
 FIGURE = str(FIGURES_DIR / "{figure}.{ext}")
 PAPER = str(REPORT_OUT / "paper.{ext}")

@@ -1,0 +1,11 @@
+"""An experiment's tlparse report, as Snakemake's `--report` includes it."""
+
+import sys
+
+sys.path.insert(0, f"{snakemake.scriptdir}/../src")
+
+from compilebench.joblog import logging_to
+from compilebench.jobs import publish_compile_trace
+
+with logging_to(snakemake.log[0]):
+    publish_compile_trace(snakemake.input.run, snakemake.output[0])
