@@ -109,7 +109,7 @@ def get_compile_trace_reports(wildcards=None):
         if (exp := configuration.experiment(config, m, mode, h))["measure"].get(
             "compile_trace"
         )
-        and exp["mode_settings"]["kind"] in ("compile", "export")
+        and exp["mode_settings"]["kind"] in modes.COMPILING_KINDS
     ]
 
 
@@ -305,7 +305,7 @@ def get_mode_check_settings(wildcards):
 def get_mode_check(wildcards):
     """A defined mode with a backend or inductor settings is checked against the hardware's torch first."""
     defined = config["mode_definitions"].get(wildcards.mode)
-    if defined and defined["kind"] in ("compile", "export"):
+    if defined and defined["kind"] in modes.COMPILING_KINDS:
         return [layout.MODE_CHECK.format(**wildcards)]
     return []
 

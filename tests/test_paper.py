@@ -156,6 +156,9 @@ def test_paper_has_every_section_and_the_published_column(paper_inputs):
         assert heading in html
     assert "A. Author" in html and "Test CPU" in html and "DNNL_DEFAULT_FPMATH_MODE=BF16" in html
     assert "published ms" in html and "18.76" in html and "The Study" in html
+    beside = html[html.index('id="published-table"') : html.index("</table>", html.index('id="published-table"'))]
+    # Its header and resnet/eager, the one experiment the study published, on each of the two hardware entries
+    assert beside.count("<tr>") == 3 and beside.count("18.76") == 2 and "llama" not in beside
     assert html.count("data:image/svg+xml;base64,") == 2
     assert "Figure 2." in html
     assert "llama/jit" in html and "unsupported" in html  # non-ok experiments are named with their error

@@ -40,9 +40,9 @@ def known_architectures(source: str) -> frozenset[str] | None:
     cached = _cache_dir() / f"architectures-{source}-{version}.json"
     try:
         return frozenset(json.loads(cached.read_text()))
-    except (OSError, ValueError):
+    except (OSError, ValueError, TypeError):
         pass
-    names = _importing(source)
+    names = _listed_by_importing(source)
     if names is not None:
         try:
             write_json(cached, sorted(names))
@@ -55,7 +55,7 @@ def _cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "compilebench"
 
 
-def _importing(source: str) -> frozenset[str] | None:
+def _listed_by_importing(source: str) -> frozenset[str] | None:
     try:
         if source == "torchvision":
             import torchvision

@@ -12,6 +12,8 @@ import importlib.util
 from typing import Any
 
 KINDS = ("eager", "jit", "compile", "export")
+# The kinds that compile the model (torch.compile, or export to an AOTInductor package).
+COMPILING_KINDS = ("compile", "export")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 # The built-in modes, in the order tables and figures show them.

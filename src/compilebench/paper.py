@@ -364,8 +364,8 @@ def _published_lookup(published: dict) -> dict[tuple[str, str, str], float]:
 
 
 def results_rows(runs: pd.DataFrame, speedups: pd.DataFrame, published: dict) -> list[dict]:
-    """Tables 1 and 1b: each run, beside the published figures, and each speedup's verdict against its noise floor (from
-    the speedups table)."""
+    """Table 1's rows: each run, with its published figures (Table 1b) and each speedup's verdict against its noise
+    floor (from the speedups table)."""
     lookup = _published_lookup(published)
     verdicts = {
         (r["hardware"], r["model"], r["mode"]): said(r["against_noise"], r.get("unstable")) for r in _records(speedups)
@@ -562,6 +562,11 @@ def context(
         "results": (results := results_rows(runs, speedups, published)),
         "correctness_rules": correctness_rules(results),
         "published": published,
+        "published_rows": [
+            r
+            for r in results
+            if any(r[f"published_{k}"] is not None for k in ("median_ms", "compile_s", "tokens_per_s"))
+        ],
         "compiler": runs.to_dict("records"),
         "not_ok": not_ok,
         "config_yaml": yaml.safe_dump(config, sort_keys=False),

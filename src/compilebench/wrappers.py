@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import quantization
+from . import modes, quantization
 from .errors import Unsupported, UserError
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -197,7 +197,7 @@ def check(name: str, settings: dict) -> dict:
                 f"know: expected one of {', '.join(backends)}."
             )
     known = torch._inductor.config.get_config_copy()
-    if kind in ("compile", "export") and (kind == "export" or settings["backend"] == "inductor"):
+    if kind in modes.COMPILING_KINDS and (kind == "export" or settings["backend"] == "inductor"):
         for option in settings["options"]:
             if option not in known:
                 close = difflib.get_close_matches(option, list(known), n=3)
