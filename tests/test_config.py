@@ -291,3 +291,15 @@ def test_a_non_optional_gpu_entry_without_a_gpu_is_refused_before_any_job():
     configuration.check_devices_here(config, lambda: True)
     config["hardware"]["h100"]["optional"] = True
     configuration.check_devices_here(config, lambda: False)
+
+
+def test_no_experiment_of_a_shipped_or_test_config_changes_its_fingerprint():
+    """Upgrading compilebench must not measure again what an earlier version measured: every experiment's
+    fingerprint (and every reference's) is the one recorded in tests/golden_digests.json."""
+    import json
+
+    from golden import GOLDEN, digests
+
+    recorded, now = json.loads(GOLDEN.read_text()), digests()
+    assert set(now) == set(recorded)
+    assert {name for name in now if now[name] != recorded[name]} == set()
