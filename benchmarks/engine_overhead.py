@@ -19,12 +19,12 @@ import torch
 import torch.utils.benchmark as benchmark
 
 from compilebench import config as configuration
-from compilebench import runner, timing
+from compilebench import runner, summaries, timing
 from compilebench.models import build
 
 
 def engine_median_ms(exp: dict) -> float:
-    result = runner.run(exp)
+    result = summaries.combine(exp, [runner.run(exp)])
     assert result["status"] == "ok", result["error"]
     return result["stats"]["median_ms"]
 

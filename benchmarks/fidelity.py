@@ -30,7 +30,8 @@ import time
 from pathlib import Path
 
 from compilebench import config as configuration
-from compilebench.jobs import apply_hardware, benchmark_job
+from compilebench.cli import benchmark_job
+from compilebench.jobs import apply_hardware
 
 ROOT = Path(__file__).resolve().parents[1]
 

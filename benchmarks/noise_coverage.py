@@ -14,41 +14,34 @@ bootstrap the engine uses. Target: 90-98% coverage.
 from __future__ import annotations
 
 import argparse
-import tempfile
 from pathlib import Path
 
-import torch
+import numpy as np
 
 from compilebench import config as configuration
-from compilebench import runner, stats, timing, wrappers
+from compilebench import runner, stats, timing
 from compilebench.jobs import apply_hardware
-from compilebench.models import build
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def aa_intervals(exp: dict, repeats: int) -> list[dict]:
-    """`repeats` A/A measurements of one eager experiment, each with both intervals."""
-    settings, clock = exp["measure"], timing.Clock(exp["device"])
-    bundle = build(exp["model"], exp["spec"], exp["seed"], exp["device"])
+    """`repeats` A/A measurements of one eager experiment, each with both intervals: the measuring process's own
+    phases (build, prepare, warm-up and block plan), then its interleaved timing again and again."""
+    settings = exp["measure"]
     loop = {k: settings[k] for k in ("iterations", "min_time_s", "max_iterations")}
     rows = []
-    with (
-        tempfile.TemporaryDirectory() as work,
-        torch.no_grad(),
-        wrappers.precision(exp["device"], exp["spec"]["dtype"]),
-    ):
-        prepared = runner.callables(bundle, exp, clock, work)
-        warmup_ms = timing.warm_up(prepared.call, clock, settings["warmup"] + 1)
-        twin_warmup_ms = timing.warm_up(prepared.eager, clock, settings["warmup"] + 1)
-        plan = timing.plan_blocks(settings, twin_warmup_ms, warmup_ms)
+    with runner.measuring_process(exp) as process:
+        prepared = runner.prepare(process)
+        plan = runner.warm_up(process, prepared).blocks
         for repeat in range(repeats):
-            twin_ms, eager_ms, _ = timing.interleaved(prepared.eager, prepared.call, clock, plan=plan, **loop)
+            twin_ms, eager_ms, _ = timing.interleaved(prepared.eager, prepared.call, process.clock, plan=plan, **loop)
             row = {"model": exp["model"], "n": len(eager_ms)}
-            for name, block in (("single", 1), ("block", (plan.eager, plan.mode))):
-                ratio = stats.speedup(twin_ms, eager_ms, seed=repeat, block=block)
-                low, high = ratio["ci95"]
-                row.update({f"{name}_covers": low <= 1.0 <= high, f"{name}_width": high - low, "ratio": ratio["value"]})
+            for name, blocks in (("single", (1, 1)), ("block", (plan.eager, plan.mode))):
+                pair = (stats.Timed(np.asarray(twin_ms), blocks[0]), stats.Timed(np.asarray(eager_ms), blocks[1]))
+                ratio = stats.paired([pair], resamples=settings["bootstrap_resamples"], seed=repeat)
+                low, high = ratio.ci95
+                row.update({f"{name}_covers": low <= 1.0 <= high, f"{name}_width": high - low, "ratio": ratio.value})
             rows.append(row)
     return rows
 

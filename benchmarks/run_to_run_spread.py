@@ -33,11 +33,10 @@ import torch.utils.benchmark as benchmark
 from fresh_run import ROOT, run_pipeline
 
 from compilebench import config as configuration
-from compilebench import runner, wrappers
+from compilebench import runner
 from compilebench.errors import Unsupported
 from compilebench.jobs import apply_hardware
-from compilebench.models import build
-from compilebench.timing import Clock, warm_up
+from compilebench.timing import warm_up
 
 Key = tuple[str, str, str]
 
@@ -86,15 +85,13 @@ def timer_median(config: dict, key: Key) -> float | None:
     exp = configuration.experiment(config, model, mode, hardware)
     apply_hardware(exp["hardware_env"], exp["threads"])
     settings = exp["measure"]
-    clock = Clock(exp["device"])
-    bundle = build(model, exp["spec"], exp["seed"], exp["device"])
-    precision = wrappers.precision(exp["device"], exp["spec"]["dtype"])
-    with runner.private_compile_cache() as cache, torch.no_grad(), precision:
+    with runner.private_compile_cache(), runner.measuring_process(exp) as process:
         try:
-            call = runner.callables(bundle, exp, clock, cache.tmp.name).call
+            call = runner.prepare(process).call
             call()
         except Unsupported:
             return None
+        clock = process.clock
         warm_up(call, clock, settings["warmup"])
         timer = benchmark.Timer(
             stmt="call(); sync()", globals={"call": call, "sync": clock.sync}, num_threads=torch.get_num_threads()

@@ -6,7 +6,6 @@ for spec in registry.TABLES.values():
             f"{spec.name}_table"
         input:
             **table_inputs(spec),
-            code=TABLE_SOURCES,
         output:
             report(
                 layout.table(spec.name),

@@ -1,7 +1,6 @@
 rule reference_output:
     input:
         env=layout.ENV_RECORD,
-        engine=ENGINE_SOURCES,
         downloads=get_model_inputs,
     output:
         layout.REFERENCE,
@@ -16,6 +15,7 @@ rule reference_output:
         benchmark_slot=1,
     params:
         experiment=get_reference_experiment,
+        code=MEASURING_CODE,
     script:
         "../scripts/reference_output.py"
 
@@ -29,10 +29,9 @@ rule benchmark_cold_process:
         env=layout.ENV_RECORD,
         reference=layout.REFERENCE,
         mode_check=get_mode_check,
-        engine=ENGINE_SOURCES,
         downloads=get_model_inputs,
     output:
-        record=temp(layout.PROCESS.replace("{process}", "1")),
+        record=layout.PROCESS.replace("{process}", "1"),
         caches=temp(directory(layout.PROCESS_CACHES)),
     log:
         "logs/benchmark/{hardware}/{model}/{mode}/1.log",
@@ -46,6 +45,7 @@ rule benchmark_cold_process:
     params:
         experiment=get_experiment,
         process=1,
+        code=MEASURING_CODE,
     script:
         "../scripts/benchmark_process.py"
 
@@ -55,12 +55,11 @@ rule benchmark_warm_process:
         env=layout.ENV_RECORD,
         reference=layout.REFERENCE,
         mode_check=get_mode_check,
-        engine=ENGINE_SOURCES,
         downloads=get_model_inputs,
         first=layout.PROCESS.replace("{process}", "1"),
         caches=layout.PROCESS_CACHES,
     output:
-        record=temp(layout.PROCESS),
+        record=layout.PROCESS,
     log:
         "logs/benchmark/{hardware}/{model}/{mode}/{process}.log",
     wildcard_constraints:
@@ -75,20 +74,17 @@ rule benchmark_warm_process:
     params:
         experiment=get_experiment,
         process=get_process_number,
+        code=MEASURING_CODE,
     script:
         "../scripts/benchmark_process.py"
 
 
 # The result, made from its processes' records where snakemake runs (a few bootstraps, no torch),
-# never beside a measurement. The inputs the processes had are its own too, so that a change to
-# any of them redoes the processes, whose records are gone once a result stands.
+# never beside a measurement. The records are kept: a change to the statistics, or a deleted
+# result, rebuilds it from them without measuring again.
 rule benchmark_run:
     input:
         processes=get_process_records,
-        env=layout.ENV_RECORD,
-        reference=layout.REFERENCE,
-        mode_check=get_mode_check,
-        engine=ENGINE_SOURCES,
     output:
         layout.RUN,
     log:
@@ -99,5 +95,6 @@ rule benchmark_run:
         benchmark_slot=1,
     params:
         experiment=get_experiment,
+        code=RESULT_CODE,
     script:
         "../scripts/benchmark_result.py"

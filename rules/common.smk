@@ -8,7 +8,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from compilebench import config as configuration
-from compilebench import REPORT_MODULES, TABLE_MODULES, engine_sources, layout, sources
+from compilebench import codebase, layout
 from compilebench.errors import ConfigError, UserError
 from compilebench.results import foreign_results, read_json, run_result_paths
 from compilebench import modes, pyenv, records, registry
@@ -174,10 +174,13 @@ def project_relative(paths):
 
 
 REPORT_DIR = Path(os.path.relpath(Path(workflow.basedir) / "report"))
-ENGINE_SOURCES = project_relative(engine_sources())
-TABLE_SOURCES = project_relative(sources(TABLE_MODULES))
-REPORT_SOURCES = project_relative(sources(REPORT_MODULES))
-PYENV_SOURCES = project_relative(sources(("pyenv",)))
+# What the package code each kind of job runs does (its modules follow from their imports), as a param: a job
+# reruns when that code changes in what it does, never for a comment, a docstring or another module's edit.
+MEASURING_CODE = codebase.fingerprint(codebase.MEASURING)
+RESULT_CODE = codebase.fingerprint(codebase.RESULT)
+TABLE_CODE = codebase.fingerprint(codebase.TABLES)
+REPORT_CODE = codebase.fingerprint(codebase.REPORT)
+PYTHON_ENV_CODE = codebase.fingerprint(codebase.PYTHON_ENV)
 
 
 def figure_outputs(ext, in_report=False):
@@ -238,6 +241,7 @@ def table_inputs(spec):
 def table_params(spec):
     return {
         "table": spec.name,
+        "code": TABLE_CODE,
         **{
             key: WORKFLOW_TABLE_SETTINGS.get(key) or get_table_setting(key)
             for key in spec.settings
@@ -285,7 +289,6 @@ def get_paper_inputs(wildcards):
         "captions": [
             str(REPORT_DIR / "captions" / f"{name}.rst") for name in layout.FIGURE_NAMES
         ],
-        "code": REPORT_SOURCES,
     }
 
 

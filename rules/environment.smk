@@ -1,7 +1,6 @@
 rule python_env:
     input:
         requirements=get_python_env_requirements,
-        code=PYENV_SOURCES,
     output:
         venv=directory(layout.PYTHON_ENV),
         record=layout.PYTHON_ENV_RECORD,
@@ -14,6 +13,7 @@ rule python_env:
         benchmark_slot=1,  # pip unpacking torch would skew a measurement running beside it
     params:
         requirements=get_python_env_requirements_path,
+        code=PYTHON_ENV_CODE,
     script:
         "../scripts/python_env.py"
 
@@ -21,7 +21,6 @@ rule python_env:
 # A checkpoint: on a cluster, whether an optional GPU entry has a GPU is known on its node only.
 checkpoint environment_record:
     input:
-        engine=ENGINE_SOURCES,
         python_env=get_python_env_record,
     output:
         layout.ENV_RECORD,
@@ -38,13 +37,13 @@ checkpoint environment_record:
         entry=get_hardware_settings,
         skip_if_absent=get_skip_if_absent,
         deciding_host=get_deciding_host,
+        code=MEASURING_CODE,
     script:
         "../scripts/environment_record.py"
 
 
 rule mode_check:
     input:
-        engine=ENGINE_SOURCES,
         python_env=get_python_env_record,
     output:
         layout.MODE_CHECK,
@@ -59,5 +58,6 @@ rule mode_check:
     params:
         settings=get_mode_check_settings,
         entry=get_hardware_settings,
+        code=MEASURING_CODE,
     script:
         "../scripts/mode_check.py"

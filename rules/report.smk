@@ -1,7 +1,6 @@
 rule figures:
     input:
         **{name: layout.table(name) for name in layout.FIGURE_TABLES},
-        code=REPORT_SOURCES,
     output:
         **figure_outputs("svg", in_report=True),
         **figure_outputs("png"),
@@ -9,6 +8,8 @@ rule figures:
         "logs/report/figures.log",
     conda:
         "../envs/cpu.yaml"
+    params:
+        code=REPORT_CODE,
     script:
         "../scripts/figures.py"
 
@@ -30,6 +31,7 @@ rule paper_html:
     params:
         config=get_config_as_run(),
         command=get_command_line(),
+        code=REPORT_CODE,
     script:
         "../scripts/paper.py"
 
@@ -51,6 +53,7 @@ rule paper_pdf:
     params:
         config=get_config_as_run(),
         command=get_command_line(),
+        code=REPORT_CODE,
     script:
         "../scripts/paper.py"
 

@@ -5,7 +5,7 @@ import sys
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
 from compilebench.joblog import logging_to
-from compilebench.jobs import result_job
+from compilebench.summaries import result_job
 
 with logging_to(snakemake.log[0]):
     result_job(snakemake.params.experiment, snakemake.input.processes, snakemake.output[0])

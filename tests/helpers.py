@@ -207,8 +207,15 @@ def edited(path: Path, text: str):
         os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
-def planned_after_editing(project: Path, relative: str) -> set[str]:
-    """What a dry run would rerun after a file of the project is edited."""
+def planned_after_editing(project: Path, relative: str, added: str = "\n") -> set[str]:
+    """What a dry run would rerun after `added` is appended to a file of the project."""
     path = project / relative
-    with edited(path, path.read_text() + "\n"):
+    with edited(path, path.read_text() + added):
         return planned_outputs(project)
+
+
+def measured(exp: dict, **run) -> dict:
+    """One experiment measured in this process, as its result: the worker's record, summarized."""
+    from compilebench import runner, summaries
+
+    return summaries.combine(exp, [runner.run(exp, **run)])

@@ -15,7 +15,7 @@ import pytest
 from helpers import TINY_MODELS, tiny_config, write_config
 from synthetic import synthetic_results
 
-from compilebench import cli, comparisons, jobs, replication
+from compilebench import cli, comparisons, jobs, summaries, thresholds
 from compilebench import config as configuration
 from compilebench.comparisons import Timed, paired
 
@@ -269,25 +269,25 @@ def test_what_an_interval_could_have_detected_is_its_log_half_width_plus_the_thr
     assert comparisons.said("slower", True) == "unclear (unstable)" and comparisons.said("same", False) == "same"
 
 
-def process_result(first_call_s: float, level: float, rng) -> dict:
-    """One measuring process's result as the engine writes it, around a speedup of 2."""
+def process_record(first_call_s: float, level: float, rng) -> dict:
+    """One measuring process's record as the worker writes it (raw samples, no summaries), around a speedup of 2."""
     eager, mode = list(rng.normal(10 * level, 0.1, 40)), list(rng.normal(5 * level, 0.05, 40))
     alone = list(rng.normal(5 * level, 0.05, 20))
-    record = {
-        "status": "ok", "batch_size": 1, "measure": {"bootstrap_resamples": 300}, "latency_ms": mode,
-        "eager_latency_ms": eager, "interleave": {"eager_block": 4, "mode_block": 4}, "stats": {"median_ms": 5 * level},
-        "preparation": {"first_call_s": first_call_s}, "compile_s": first_call_s, "throughput": {"samples_per_s": 1},
-        "speedup": {"value": 2.0, "ci95": [1.9, 2.1]}, "steady_state": {"latency_ms": alone},
+    return {
+        "status": "ok", "hardware": "cpu", "model": "m", "mode": "compile-default", "experiment_sha256": "0" * 64,
+        "batch_size": 1, "measure": {"bootstrap_resamples": 300}, "latency_ms": mode, "eager_latency_ms": eager,
+        "alone_latency_ms": alone, "interleave": {"eager_block": 4, "mode_block": 4},
+        "preparation": {"first_call_s": first_call_s}, "compile_s": first_call_s, "compile_phases": None,
         "correctness": {"passed": True}, "machine": {"busy": False, "others_share": 0.01},
+        "started_at": "2026-12-03T10:00:00.000+00:00", "finished_at": "2026-12-03T10:01:00.000+00:00",
     }  # fmt: skip
-    return {**record, "processes": [replication.process_record(record)]}
 
 
 def test_an_experiment_in_three_processes_keeps_each_and_pools_them_with_two_level_intervals():
     rng = np.random.default_rng(7)
-    exp = {"seed": 0, "mode_settings": {"kind": "compile"}}
-    results = [process_result(30.0, 1.0, rng), process_result(2.0, 1.1, rng), process_result(3.0, 0.9, rng)]
-    combined = replication.combine(exp, results, [])
+    exp = {"seed": 0, "mode_settings": {"kind": "compile"}, "measure": {"processes": 3}}
+    records = [process_record(30.0, 1.0, rng), process_record(2.0, 1.1, rng), process_record(3.0, 0.9, rng)]
+    combined = summaries.combine(exp, records, [])
     assert [p["first_call_s"] for p in combined["processes"]] == [30.0, 2.0, 3.0]
     assert combined["compile_s"] == 30.0  # the cold start is the first process's
     assert combined["compile_warm_samples_s"] == [2.0, 3.0] and combined["compile_warm_s"] == 2.5
@@ -315,7 +315,7 @@ def test_a_run_beside_a_cpu_hog_per_core_is_unstable_and_compare_does_not_call_i
             hog.kill()
     assert run.returncode == 0, run.stderr[-3000:]
     machine = json.loads(out.read_text())["processes"][0]["machine"]
-    assert machine["busy"] is True and machine["others_share"] > comparisons.BUSY_SHARE, machine
+    assert machine["busy"] is True and machine["others_share"] > thresholds.BUSY_SHARE, machine
     done = compilebench("compare", project, out.parents[3], "--fail-on-regression")
     assert done.returncode == 0, done.stdout + done.stderr
     line = next(line for line in done.stdout.splitlines() if line.startswith("cpu/resnet/eager:"))
@@ -340,7 +340,7 @@ def test_two_identical_hardware_entries_are_never_told_apart(tmp_path):
             record, first = folders[hardware] / f"{k}.json", folders[hardware] / "1.json"
             jobs.process_job(exp, record, k, folders[hardware] / "caches", reference=reference, first=first)
     results = [
-        jobs.result_job(exp, [folders[h] / "1.json", folders[h] / "2.json"], tmp_path / f"{h}.json")
+        summaries.result_job(exp, [folders[h] / "1.json", folders[h] / "2.json"], tmp_path / f"{h}.json")
         for h, exp in experiments.items()
     ]
     assert all(r["status"] == "ok" and len(r["processes"]) == 2 for r in results)

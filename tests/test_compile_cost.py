@@ -10,8 +10,8 @@ import psutil
 import pytest
 from helpers import TINY_MODELS, tiny_config
 
+from compilebench import cli, jobs
 from compilebench import config as configuration
-from compilebench import jobs
 from compilebench.records import COMPILE_PHASES
 
 pytestmark = pytest.mark.slow
@@ -26,7 +26,7 @@ def experiment(mode: str, **measure) -> dict:
 @pytest.fixture(scope="module")
 def cold_and_warm(tmp_path_factory):
     out = tmp_path_factory.mktemp("compile-cost") / "r.json"
-    result = jobs.benchmark_job(experiment("compile-default", private_cache=True, warm_start=True), out)
+    result = cli.benchmark_job(experiment("compile-default", private_cache=True, warm_start=True), out)
     assert result["status"] == "ok", result["error"]
     assert json.loads(out.read_text()) == result
     return result
@@ -55,7 +55,7 @@ def test_the_phases_of_the_cold_compile_add_up_to_no_more_than_it(cold_and_warm)
 
 
 def test_eager_keeps_its_first_call_as_the_start_up_cost_and_has_no_warm_start(tmp_path):
-    result = jobs.benchmark_job(experiment("eager", warm_start=True), tmp_path / "r.json")
+    result = cli.benchmark_job(experiment("eager", warm_start=True), tmp_path / "r.json")
     assert result["status"] == "ok" and result["preparation"]["first_call_s"] > 0
     assert result["compile_phases"] is None and result["compile_warm_s"] is None and "warm_starts" not in result
 
@@ -68,6 +68,5 @@ def test_a_warm_start_past_the_timeout_is_stopped_with_its_workers_and_records_w
         exp, sys.executable, jobs._cache_env(tmp_path / "empty"), tmp_path / "none", tmp_path, time.monotonic() + 2
     )
     assert time.monotonic() - begin < 15
-    assert starts["compile_warm_s"] is None and starts["warm_starts"]["warm"] is None
-    assert "the warm start ran past measure.timeout_s" in starts["warm_starts"]["notes"]
+    assert starts["warm"] is None and "the warm start ran past measure.timeout_s" in starts["notes"]
     assert psutil.Process().children(recursive=True) == []

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import tiny_config
+from helpers import measured, tiny_config
 
 from compilebench import config as configuration
-from compilebench import runner
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +43,7 @@ def assert_measured(result: dict, mode: str) -> None:
 
 @pytest.mark.parametrize("mode", ["eager", "jit", "compile-default", "compile-reduce-overhead", "compile-max-autotune"])
 def test_every_mode_on_a_small_resnet(mode):
-    result = runner.run(experiment("resnet", mode))
+    result = measured(experiment("resnet", mode))
     assert_measured(result, mode)
     if mode.startswith("compile-"):
         assert result["compiler"]["graphs"] >= 1
@@ -54,19 +53,19 @@ def test_every_mode_on_a_small_resnet(mode):
 
 def test_vit_compiles_and_traces():
     for mode in ("jit", "compile-default"):
-        assert_measured(runner.run(experiment("vit", mode)), mode)
+        assert_measured(measured(experiment("vit", mode)), mode)
 
 
 def test_distilbert_text_classification_and_fill_mask():
-    assert_measured(runner.run(experiment("distilbert", "jit")), "jit")
+    assert_measured(measured(experiment("distilbert", "jit")), "jit")
     models = {"mlm": {**tiny_config()["models"]["distilbert"], "task": "fill-mask"}}
-    result = runner.run(experiment("mlm", "eager", models))
+    result = measured(experiment("mlm", "eager", models))
     assert_measured(result, "eager")
     assert result["task"] == "fill-mask"
 
 
 def test_text_generation_compiled_matches_eager_tokens():
-    result = runner.run(experiment("llama", "compile-default"))
+    result = measured(experiment("llama", "compile-default"))
     assert_measured(result, "compile-default")
     generation = result["generation"]
     assert generation["new_tokens"] == 4 and len(generation["per_token_ms"]) == 4
@@ -76,7 +75,7 @@ def test_text_generation_compiled_matches_eager_tokens():
 
 
 def test_bfloat16_autocast_is_checked_against_float32():
-    result = runner.run(
+    result = measured(
         experiment("vit", "eager", models={"vit": {**tiny_config()["models"]["vit"], "dtype": "bfloat16"}})
     )
     assert_measured(result, "eager")
@@ -86,14 +85,14 @@ def test_bfloat16_autocast_is_checked_against_float32():
 
 
 def test_generation_cannot_be_scripted_is_unsupported():
-    result = runner.run(experiment("llama", "jit"))
+    result = measured(experiment("llama", "jit"))
     assert result["status"] == "unsupported"
     assert "TorchScript" in result["error"]["message"]
 
 
 def test_unscriptable_model_is_unsupported_not_a_crash():
     models = {"vit": {**tiny_config()["models"]["vit"], "jit": "script"}}
-    result = runner.run(experiment("vit", "jit", models))
+    result = measured(experiment("vit", "jit", models))
     assert result["status"] == "unsupported"
     assert result["error"]["message"].startswith("TorchScript script failed")
     assert "latency_ms" not in result
@@ -104,7 +103,7 @@ def test_forward_that_raises_becomes_failed(monkeypatch):
         raise RuntimeError("injected failure in forward")
 
     monkeypatch.setattr(torch.nn.Linear, "forward", broken)
-    result = runner.run(experiment("resnet", "compile-default"))
+    result = measured(experiment("resnet", "compile-default"))
     assert result["status"] == "failed"
     assert "injected failure in forward" in result["error"]["message"]
     assert "injected failure in forward" in result["error"]["traceback"]
@@ -115,7 +114,7 @@ def test_top5_labels_from_a_label_file(tmp_path):
     labels = tmp_path / "labels.txt"
     labels.write_text("\n".join(f"class-{i}" for i in range(10)) + "\n")
     models = {"resnet": {**tiny_config()["models"]["resnet"], "labels": str(labels)}}
-    result = runner.run(experiment("resnet", "eager", models))
+    result = measured(experiment("resnet", "eager", models))
     top5 = result["correctness"]["top5"]
     assert len(top5) == 5 and all(t["label"].startswith("class-") for t in top5)
     assert top5[0]["prob"] >= top5[-1]["prob"]

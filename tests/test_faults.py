@@ -10,8 +10,8 @@ import pytest
 import torch
 from helpers import tiny_config
 
+from compilebench import cli, jobs, runner
 from compilebench import config as configuration
-from compilebench import jobs, runner
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,7 @@ def test_compile_past_the_timeout_is_stopped_with_its_workers(tmp_path):
     out = tmp_path / "r.json"
     begin = time.monotonic()
     # A cold max-autotune compile takes far longer than a second.
-    result = jobs.benchmark_job(experiment("resnet", "compile-max-autotune", timeout_s=1.0, private_cache=True), out)
+    result = cli.benchmark_job(experiment("resnet", "compile-max-autotune", timeout_s=1.0, private_cache=True), out)
     assert time.monotonic() - begin < 15
     assert result["status"] == "timeout" and "measure.timeout_s = 1.0" in result["error"]["message"]
     assert json.loads(out.read_text())["status"] == "timeout"
@@ -37,7 +37,7 @@ def test_a_child_that_dies_before_writing_leaves_a_failed_result(tmp_path):
     out = tmp_path / "r.json"
     out.write_text('{"status": "ok"}')  # a stale result from an earlier run must not be read back
     # The child cannot read its environment record, so it exits without writing a result.
-    result = jobs.benchmark_job(experiment("resnet", "eager"), out, env_record=tmp_path / "missing.json")
+    result = cli.benchmark_job(experiment("resnet", "eager"), out, env_record=tmp_path / "missing.json")
     assert result["status"] == "failed"
     assert "died with exit code 1" in result["error"]["message"]
     assert json.loads(out.read_text())["status"] == "failed"
@@ -46,7 +46,7 @@ def test_a_child_that_dies_before_writing_leaves_a_failed_result(tmp_path):
 def test_a_failure_inside_the_child_is_its_result(tmp_path):
     exp = experiment("resnet", "eager")
     exp["spec"]["config"] = {"num_classes": -1}  # building the model raises inside the child
-    result = jobs.benchmark_job(exp, tmp_path / "r.json")
+    result = cli.benchmark_job(exp, tmp_path / "r.json")
     assert result["status"] == "failed"
     assert "negative dimension" in result["error"]["message"] and result["error"]["traceback"]
 
@@ -81,7 +81,7 @@ def test_a_model_too_big_for_the_device_fails_its_reference_and_each_benchmark_n
     )
     assert "`models.llama`" in error["message"] and "need about 293 GiB" in error["message"]
     assert f"the device (cpu) has {psutil.virtual_memory().total / 2**30:.0f} GiB" in error["message"]
-    result = jobs.benchmark_job(exp, tmp_path / "r.json", reference)
+    result = cli.benchmark_job(exp, tmp_path / "r.json", reference)
     assert result["status"] == "failed" and result["finished_at"]
     assert result["error"]["message"].startswith("the eager reference of `llama` on `cpu` failed, so this did not run")
     assert "need about 293 GiB" in result["error"]["message"]
@@ -115,5 +115,5 @@ def test_a_failed_environment_check_is_a_record_and_its_jobs_say_why_they_did_no
     exp = experiment("resnet", "eager")
     error = jobs.reference_job(exp, tmp_path / "ref.pt", env_record)
     assert error["message"].startswith("the environment check of hardware `cpu` failed")
-    result = jobs.benchmark_job(exp, tmp_path / "r.json", tmp_path / "ref.pt", env_record)
+    result = cli.benchmark_job(exp, tmp_path / "r.json", tmp_path / "ref.pt", env_record)
     assert result["status"] == "failed" and "environment check" in result["error"]["message"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import tiny_config
+from helpers import measured, tiny_config
 
 from compilebench import config as configuration
-from compilebench import env, runner
+from compilebench import env
 
 pytestmark = [
     pytest.mark.gpu,
@@ -23,7 +23,7 @@ def gpu_experiment(model: str, mode: str, **spec) -> dict:
 
 @pytest.mark.parametrize("mode", ["eager", "compile-default", "compile-reduce-overhead", "compile-max-autotune"])
 def test_resnet_on_gpu_with_allocator_peaks(mode):
-    result = runner.run(gpu_experiment("resnet", mode, dtype="bfloat16"))
+    result = measured(gpu_experiment("resnet", mode, dtype="bfloat16"))
     assert result["status"] == "ok", result["error"]
     assert result["memory"]["cuda_peak_allocated_bytes"] > 0
     assert result["memory"]["cuda_peak_reserved_bytes"] >= result["memory"]["cuda_peak_allocated_bytes"]
@@ -32,7 +32,7 @@ def test_resnet_on_gpu_with_allocator_peaks(mode):
 
 
 def test_generation_with_cuda_graphs_matches_eager():
-    result = runner.run(gpu_experiment("llama", "compile-reduce-overhead"))
+    result = measured(gpu_experiment("llama", "compile-reduce-overhead"))
     assert result["status"] == "ok", result["error"]
     assert result["correctness"]["tokens_match"]
     assert result["generation"]["tokens_per_s"] > 0
@@ -47,7 +47,7 @@ def test_environment_names_the_gpu_and_runtime():
 def test_profile_ranks_operators_by_device_time(tmp_path):
     exp = gpu_experiment("resnet", "compile-default", dtype="bfloat16")
     exp["measure"].update(profile=True, profile_iterations=2, trace=str(tmp_path / "trace.json"))
-    result = runner.run(exp)
+    result = measured(exp)
     assert result["status"] == "ok", result["error"]
     assert result["profile"]["time_basis"] == "device" and result["profile"]["top_ops"]
     assert (tmp_path / "trace.json").stat().st_size > 0
@@ -55,6 +55,6 @@ def test_profile_ranks_operators_by_device_time(tmp_path):
 
 
 def test_generation_with_bf16_weights_built_on_the_gpu():
-    result = runner.run(gpu_experiment("llama", "compile-default", weights_dtype="bfloat16"))
+    result = measured(gpu_experiment("llama", "compile-default", weights_dtype="bfloat16"))
     assert result["status"] == "ok", result["error"]
     assert result["workload"]["compute_dtype"] == "bfloat16" and result["correctness"]["passed"], result["correctness"]

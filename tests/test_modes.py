@@ -7,10 +7,10 @@ import re
 
 import pytest
 import torch
-from helpers import TINY_MODELS, tiny_config
+from helpers import TINY_MODELS, measured, tiny_config
 
 from compilebench import config as configuration
-from compilebench import runner, wrappers
+from compilebench import wrappers
 from compilebench.errors import ConfigError, UserError
 from compilebench.modes import settings
 
@@ -67,7 +67,7 @@ def test_freezing_takes_effect_in_what_inductor_produces():
 def test_a_defined_freezing_mode_records_its_setting_and_its_effect():
     exp = experiment("compile-freezing")
     exp["measure"]["private_cache"] = True  # a cold compile: inductor generates its code in this run
-    result = runner.run(exp)
+    result = measured(exp)
     assert result["status"] == "ok", result["error"]
     assert result["mode_settings"] == {
         "kind": "compile", "backend": "inductor", "mode": "default", "options": {"freezing": True},
@@ -83,7 +83,7 @@ def test_a_defined_freezing_mode_records_its_setting_and_its_effect():
 
 @pytest.mark.slow
 def test_an_export_mode_builds_loads_and_times_an_aot_inductor_package():
-    result = runner.run(experiment("aoti"))
+    result = measured(experiment("aoti"))
     assert result["status"] == "ok", result["error"]
     steps = result["preparation"]
     assert steps["export_s"] > 0 and steps["package_s"] > 0 and steps["load_s"] > 0 and steps["package_bytes"] > 1e5
@@ -100,7 +100,7 @@ def test_a_model_that_cannot_be_exported_is_unsupported_with_torchs_reason(monke
         return plain(self, x) if x.sum() > 0 else plain(self, -x)
 
     monkeypatch.setattr(torch.nn.Linear, "forward", data_dependent)
-    result = runner.run(experiment("aoti"))
+    result = measured(experiment("aoti"))
     assert result["status"] == "unsupported"
     assert result["error"]["message"].startswith("torch.export failed:")
     assert "data-dependent" in result["error"]["message"]

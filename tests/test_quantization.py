@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from helpers import ROOT, TINY_MODELS, tiny_config
+from helpers import ROOT, TINY_MODELS, measured, tiny_config
 
 from compilebench import config as configuration
-from compilebench import modes, quantization, runner
+from compilebench import modes, quantization
 from compilebench.errors import ConfigError
 from compilebench.results import read_json
 
@@ -90,7 +90,7 @@ def test_the_baseline_of_a_quantized_mode_is_the_same_mode_unquantized(finished)
 @pytest.mark.slow
 def test_int4_on_this_cpu_is_unsupported_with_torchaos_reason():
     config = validated({"llama": TINY_MODELS["llama"]}, ["eager", "eager-int4"])
-    int4 = runner.run(configuration.experiment(config, "llama", "eager-int4", "cpu"))
+    int4 = measured(configuration.experiment(config, "llama", "eager-int4", "cpu"))
     if int4["status"] == "ok":
         pytest.skip("this torchao runs int4 weight-only on this CPU")
     assert int4["status"] == "unsupported"

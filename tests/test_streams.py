@@ -10,10 +10,19 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from helpers import ASSETS_MIRROR, ROOT, TINY_MODELS, WORKFLOW_MEASURE, copy_project, planned_outputs, tiny_config
+from helpers import (
+    ASSETS_MIRROR,
+    ROOT,
+    TINY_MODELS,
+    WORKFLOW_MEASURE,
+    copy_project,
+    measured,
+    planned_outputs,
+    tiny_config,
+)
 
+from compilebench import cli, figures, jobs, paper, streams, tables
 from compilebench import config as configuration
-from compilebench import figures, jobs, paper, runner, streams, tables
 from compilebench.errors import ConfigError
 from compilebench.layout import FIGURE_TABLES
 from compilebench.registry import table_names
@@ -43,7 +52,7 @@ def streamed(tmp_path_factory):
     folder = tmp_path_factory.mktemp("streams")
     paths, results = [], {}
     for mode in config["modes"]:
-        result = runner.run(configuration.experiment(config, "vit.stream", mode, "cpu"))
+        result = measured(configuration.experiment(config, "vit.stream", mode, "cpu"))
         paths.append(folder / f"{mode}.json")
         write_json(paths[-1], result)
         results[mode] = result
@@ -152,7 +161,7 @@ def test_a_compile_trace_is_kept_rendered_by_tlparse_and_linked_from_the_paper(t
     raw["measure"] = {**raw["measure"], "compile_trace": True}
     config = configuration.validate(raw)
     exp = configuration.experiment(config, "vit.stream", "compile-default", "cpu")
-    result = jobs.benchmark_job(exp, tmp_path / "result.json")
+    result = cli.benchmark_job(exp, tmp_path / "result.json")
     assert result["status"] == "ok", result.get("error")
     trace = result["compile_trace"]
     assert trace["report"] == "results/traces/cpu/vit.stream/compile-default.compile/report/index.html"

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import ASSETS_MIRROR, tiny_config, word_tokenizer
+from helpers import ASSETS_MIRROR, measured, tiny_config, word_tokenizer
 
 from compilebench import config as configuration
-from compilebench import runner
 from compilebench.errors import UserError
 from compilebench.models import build
 
@@ -59,7 +58,7 @@ def test_transformers_save_pretrained_directory_with_prompt(tmp_path):
     assert bundle.inputs[0].tolist() == [[5, 6, 7, 8, 9]]
     with torch.no_grad():
         assert torch.allclose(bundle.module(*bundle.inputs), model(input_ids=bundle.inputs[0]).logits)
-    result = runner.run(configuration.experiment(config, "d", "jit", "cpu"))
+    result = measured(configuration.experiment(config, "d", "jit", "cpu"))
     assert result["status"] == "ok" and result["correctness"]["passed"]
 
 

@@ -224,9 +224,10 @@ def test_benchmark_jobs_never_overlap(finished):
     assert all(later[2] >= earlier[3] for earlier, later in zip(spans, spans[1:])), spans
 
 
-def test_an_experiments_processes_run_in_rounds_and_only_its_result_is_kept(finished):
+def test_an_experiments_processes_run_in_rounds_and_their_records_are_kept(finished):
     """The second processes of the two-process model start after the first process of every experiment, so that a
-    slow spell of the machine cannot fall on both of one experiment's processes alone."""
+    slow spell of the machine cannot fall on both of one experiment's processes alone; each process's record stays,
+    raw, beside the result made from it."""
     project, _, _ = finished
     spans = measuring_processes(project)
     second = [span for span in spans if span[1] == 2]
@@ -241,7 +242,10 @@ def test_an_experiments_processes_run_in_rounds_and_only_its_result_is_kept(fini
     assert json.loads((project / "results" / "runs" / "cpu" / "llama" / "compile-default.json").read_text())[
         "compile_warm_samples_s"
     ]
-    assert not list((project / "results").glob("processes/**/*.json"))  # the records went once the result stood
+    records = project / "results" / "processes" / "cpu" / "llama" / "compile-default"
+    assert sorted(p.name for p in records.glob("*.json")) == ["1.json", "2.json"]
+    raw = json.loads((records / "2.json").read_text())
+    assert raw["alone_latency_ms"] and "speedup" not in raw and "stats" not in raw  # samples, no summaries
 
 
 def test_second_run_has_nothing_to_do(finished):
@@ -335,9 +339,47 @@ def test_report_template_change_reruns_only_the_paper(finished):
     }
 
 
+MEASURING = ("results/processes/", "results/reference/", "results/env/", "results/modes/")
+
+
 def test_engine_code_change_reruns_benchmarks(finished):
     project, config, _ = finished
-    assert expected_runs(config) <= planned_after_editing(project, "src/compilebench/timing.py")
+    planned = planned_after_editing(project, "src/compilebench/timing.py", "\nMEASURED_BY = 'a changed clock'\n")
+    assert expected_runs(config) <= planned
+    assert any(o.startswith("results/processes/") for o in planned)
+
+
+def test_a_comment_or_docstring_edit_in_a_worker_module_plans_nothing(finished):
+    project, _, _ = finished
+    source = project / "src" / "compilebench" / "timing.py"
+    text = source.read_text()
+    reworded = text.replace("Device-synchronized clocks", "Device-synchronised clocks", 1)
+    assert reworded != text
+    with edited(source, reworded.replace("import math\n", "import math  # for ceil\n", 1)):
+        assert planned_outputs(project) == set(), DRY_RUNS[-1][-3000:]
+
+
+def test_a_report_side_code_edit_measures_nothing(finished):
+    project, _, _ = finished
+    planned = planned_after_editing(project, "src/compilebench/comparisons.py", "\nREWORDED = True\n")
+    assert "results/tables/mode_effects.csv" in planned and "results/report/paper.pdf" in planned
+    assert not any(o.startswith((*MEASURING, "results/runs/")) for o in planned), planned
+
+
+def test_a_statistics_edit_rebuilds_results_from_their_records_without_measuring(finished):
+    """The rebuilt results equal the measured ones where the estimator did not change."""
+    project, config, _ = finished
+    source = project / "src" / "compilebench" / "stats.py"
+    runs = project / "results" / "runs" / "cpu"
+    before = {p: json.loads(p.read_text()) for p in runs.glob("*/*.json")}
+    with edited(source, source.read_text() + "\nESTIMATOR_REVISION = 2\n"):
+        planned = planned_outputs(project)
+        assert expected_runs(config) <= planned
+        assert not any(o.startswith(MEASURING) for o in planned), planned
+        snakemake(project)
+    after = {p: json.loads(p.read_text()) for p in runs.glob("*/*.json")}
+    assert after == before
+    snakemake(project)  # the edit undone: once more from the records, to the same results
 
 
 def test_a_defined_mode_records_its_settings_and_the_paper_says_what_they_changed(finished):
@@ -548,8 +590,8 @@ def test_broken_yaml_names_the_file_and_the_line(tmp_path):
 
 
 def test_killed_snakemake_takes_its_jobs_with_it_and_the_run_resumes(finished):
-    """It redoes one experiment of the shared run (its result deleted, as a user retries one), kills snakemake while
-    that job measures, and resumes it."""
+    """It redoes one experiment of the shared run (its process record deleted, as a user measures one again), kills
+    snakemake while that job measures, and resumes it."""
     import os
     import signal
     import time
@@ -558,7 +600,9 @@ def test_killed_snakemake_takes_its_jobs_with_it_and_the_run_resumes(finished):
     runs = project / "results" / "runs" / "cpu"
     target = runs / "vit.bs1" / "compile-default.json"  # a compile without warm starts: the rerun is short
     untouched = {p: p.stat().st_mtime_ns for p in runs.glob("*/*.json") if p != target}
+    record = project / "results" / "processes" / "cpu" / "vit.bs1" / "compile-default" / "1.json"
     target.unlink()
+    record.unlink()
     run = subprocess.Popen(
         [sys.executable, "-m", "snakemake", "--cores", "4"],
         cwd=project,
@@ -571,7 +615,7 @@ def test_killed_snakemake_takes_its_jobs_with_it_and_the_run_resumes(finished):
         time.sleep(0.2)
         with contextlib.suppress(psutil.Error):
             measuring = [
-                p for p in psutil.Process(run.pid).children(recursive=True) if "compilebench.jobs" in _cmdline(p)
+                p for p in psutil.Process(run.pid).children(recursive=True) if "compilebench.worker" in _cmdline(p)
             ]
     assert measuring, "the benchmark job never started its measuring process"
     time.sleep(1)  # the measuring child is importing torch or compiling
@@ -581,12 +625,12 @@ def test_killed_snakemake_takes_its_jobs_with_it_and_the_run_resumes(finished):
     gone, alive = psutil.wait_procs(started, timeout=15)
     alive += [p for p in psutil.process_iter() if _cwd(p) and _cwd(p).startswith(str(project))]
     assert alive == [], [_cmdline(p) for p in alive]
-    assert not target.exists() and not list(runs.glob("*/.*.tmp"))  # nothing half-written
+    assert not target.exists() and not record.exists() and not list(runs.glob("*/.*.tmp"))  # nothing half-written
     for path in untouched:
         json.loads(path.read_text())
     snakemake(project, "--unlock")
     snakemake(project, "--rerun-incomplete")
-    assert json.loads(target.read_text())["status"] == "ok"
+    assert json.loads(target.read_text())["status"] == "ok" and json.loads(record.read_text())["status"] == "ok"
     assert all(path.stat().st_mtime_ns == mtime for path, mtime in untouched.items())
     assert (project / "results" / "report" / "paper.pdf").is_file()
     assert planned_outputs(project) == set()

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from pathlib import Path
 
-from . import comparisons, jobs
+from . import comparisons, jobs, summaries
 from . import config as configuration
 from .joblog import log_to_stderr
+from .records import Experiment, Result
 from .tables import write_csv
 
 
@@ -70,13 +72,27 @@ def main(argv: list[str] | None = None) -> int:
             exp = configuration.experiment(config, args.model, args.mode, args.hardware)
             if args.timeout_s:
                 exp["measure"]["timeout_s"] = args.timeout_s
-            result = jobs.benchmark_job(exp, args.out, args.reference, args.env_record)
+            result = benchmark_job(exp, args.out, args.reference, args.env_record)
             error = f": {result['error']['message']}" if result["error"] else ""
             print(f"{args.hardware}/{args.model}/{args.mode}: {result['status']}{error}")
     except configuration.UserError as exc:
         print(f"compilebench: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def benchmark_job(
+    exp: Experiment, out: str | Path, reference: str | Path | None = None, env_record: str | Path | None = None
+) -> Result:
+    """Measure one experiment in its `measure.processes` processes, one after another, and write its result: the
+    command line's way. The workflow runs each process as a job of its own (`jobs.process_job`), so that the rounds
+    of all experiments interleave, and makes the result from their records afterwards (`summaries.result_job`)."""
+    with tempfile.TemporaryDirectory(prefix="compilebench-processes-") as folder:
+        paths = [Path(folder) / f"{k}.json" for k in range(1, exp["measure"]["processes"] + 1)]
+        caches = Path(folder) / "caches"
+        for k, path in enumerate(paths, 1):
+            jobs.process_job(exp, path, k, caches, reference=reference, env_record=env_record, first=paths[0])
+        return summaries.result_job(exp, paths, out)
 
 
 def compare(args: argparse.Namespace) -> int:

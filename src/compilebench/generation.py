@@ -78,20 +78,3 @@ def _cache_keyword(model: nn.Module) -> str:
     import inspect
 
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-
-
-def summarize_tokens(generations: list[Generation], batch_size: int) -> dict:
-    """Time to first token and decode rate, medians over the timed generations."""
-    ttft = [g.token_ms[0] for g in generations]
-    decode = [sum(g.token_ms[1:]) for g in generations]
-    total = [sum(g.token_ms) for g in generations]
-    new_tokens = generations[0].tokens.shape[1]
-    median = lambda xs: float(torch.tensor(xs).median())  # noqa: E731
-    decode_ms = median(decode)
-    return {
-        "new_tokens": new_tokens,
-        "ttft_ms": median(ttft),
-        "decode_tokens_per_s": batch_size * (new_tokens - 1) / (decode_ms / 1e3) if decode_ms > 0 else None,
-        "tokens_per_s": batch_size * new_tokens / (median(total) / 1e3),
-        "per_token_ms": [median(list(ms)) for ms in zip(*(g.token_ms for g in generations))],
-    }

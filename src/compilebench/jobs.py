@@ -1,17 +1,16 @@
-"""The measuring jobs of the workflow, shared by the command line and `scripts/`.
+"""The parent side of the measuring jobs, shared by the command line and `scripts/`; torch-free.
 
-Each takes plain settings (an experiment from `config.experiment`, or a
-hardware entry), applies the hardware's env vars, and only then imports torch,
-because oneDNN and OpenMP read them when torch loads. A failure is data: a
-failed environment check or reference is written as such, and every benchmark
-downstream of it writes a `failed` result that names it. Every job dies with
-the snakemake that started it, even when that one is killed.
+Each job takes plain settings (an experiment from `config.experiment`, or a hardware entry), applies the
+hardware's env vars, and sends one typed request to a worker (`compilebench.worker`) in a fresh process under
+the platform's interpreter, where torch loads with them (oneDNN and OpenMP read them when torch loads). A failure
+is data: a failed environment check or reference is written as such, and every measurement downstream of it
+writes a `failed` record that names it. Every job dies with the snakemake that started it, even when that one is
+killed.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import logging
 import os
 import platform
@@ -22,13 +21,23 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import pyenv, replication
+from . import pyenv
 from .errors import UserError
-from .joblog import log_to_stderr
 from .layout import PYTHON_ENV_RECORD
-from .records import SKIPPED, ErrorInfo, Experiment, Result, error_info, now, result_header
-from .results import atomic_write, failure_of, read_json, write_failure, write_json
-from .supervise import death, die_with_parent, die_with_snakemake, supervised
+from .records import (
+    EnvironmentRequest,
+    ErrorInfo,
+    Experiment,
+    MeasureRequest,
+    ModeCheckRequest,
+    ProcessRecord,
+    ReferenceRequest,
+    StartRequest,
+    now,
+    result_header,
+)
+from .results import failure_of, read_json, write_failure, write_json
+from .supervise import death, die_with_snakemake, supervised
 
 log = logging.getLogger(__name__)
 
@@ -52,11 +61,9 @@ def apply_hardware(env_vars: dict, threads: int | None) -> None:
     os.environ.update({k: str(v) for k, v in env_vars.items()})
     if threads:
         os.environ["OMP_NUM_THREADS"] = str(threads)
-    if "torch" in sys.modules:
-        import torch
-
-        if threads:
-            torch.set_num_threads(threads)
+    torch = sys.modules.get("torch")  # loaded already where a job runs inside a measuring process (a test)
+    if torch is not None and threads:
+        torch.set_num_threads(threads)
 
 
 def environment_job(
@@ -71,14 +78,7 @@ def environment_job(
     name = entry.get("python_env")
     if name and (problem := _python_env_problem(hardware, name)):
         return _write_unavailable(hardware, entry, out, problem)
-    request = {
-        "job": "environment",
-        "hardware": hardware,
-        "entry": entry,
-        "out": str(out),
-        "check": check,
-        "skip_if_absent": skip_if_absent,
-    }
+    request = EnvironmentRequest(str(out), hardware, entry, check, skip_if_absent)
     returncode = supervised(request, timeout_s=None, python=pyenv.interpreter(name))
     if returncode != 0 or not Path(out).exists():
         where = f" (Python environment `{name}`)" if name else ""
@@ -94,7 +94,7 @@ def mode_check_job(mode: str, settings: dict, entry: dict, out: str | Path) -> d
     die_with_snakemake()
     apply_hardware(entry.get("env", {}), entry.get("threads"))
     Path(out).unlink(missing_ok=True)
-    request = {"job": "mode_check", "mode": mode, "settings": settings, "out": str(out)}
+    request = ModeCheckRequest(str(out), mode, settings)
     returncode = supervised(request, timeout_s=None, python=pyenv.interpreter(entry.get("python_env")))
     if returncode != 0 or not Path(out).exists():
         raise UserError(f"The check of mode `{mode}`: the checking process {death(returncode)}.")
@@ -157,25 +157,11 @@ def reference_job(exp: Experiment, out: str | Path, env_record: str | Path | Non
     upstream = failure_of(env_record)
     if upstream:
         return _write_failure(out, _upstream_failed(f"the environment check of hardware `{exp['hardware']}`", upstream))
-    request = {"job": "reference", "exp": exp, "out": str(out)}
+    request = ReferenceRequest(str(out), exp)
     returncode = supervised(request, timeout_s=None, python=pyenv.interpreter(exp.get("python_env")))
     if returncode != 0 or not Path(out).exists():
         return _write_failure(out, {"message": f"the reference process {death(returncode)}", "traceback": ""})
     return failure_of(out)
-
-
-def benchmark_job(
-    exp: Experiment, out: str | Path, reference: str | Path | None = None, env_record: str | Path | None = None
-) -> dict:
-    """Measure one experiment in its `measure.processes` processes, one after another, and write its result: the
-    command line's way. The workflow runs each process as a job of its own (`process_job`), so that the rounds of
-    all experiments interleave, and makes the result from them afterwards (`result_job`)."""
-    with tempfile.TemporaryDirectory(prefix="compilebench-processes-") as folder:
-        paths = [Path(folder) / f"{k}.json" for k in range(1, exp["measure"]["processes"] + 1)]
-        caches = Path(folder) / "caches"
-        for k, path in enumerate(paths, 1):
-            process_job(exp, path, k, caches, reference=reference, env_record=env_record, first=paths[0])
-        return result_job(exp, paths, out)
 
 
 def process_job(
@@ -227,17 +213,16 @@ def process_job(
         if process > 1 and private:
             shutil.copytree(caches, scratch / "caches")
         cache_env = _cache_env(scratch / "caches") if private else {}
-        bundle = scratch / "cache-bundle.bin"
-        measured = exp if process == 1 else {**exp, "measure": {**exp["measure"], "profile": False}}
-        request = {
-            "job": "benchmark",
-            "exp": measured,
-            "out": str(out),
-            "reference": _str(reference),
-            "env_record": _str(env_record),
-            "caches_given": bool(cache_env),
-            "cache_bundle": str(bundle) if process == 1 and _bundle_wanted(exp) else None,
-        }
+        artifacts = scratch / "cache-artifacts.bin"
+        request = MeasureRequest(
+            str(out),
+            exp,
+            reference=_str(reference),
+            env_record=_str(env_record),
+            caches_given=bool(cache_env),
+            cache_artifacts=str(artifacts) if process == 1 and _artifacts_wanted(exp) else None,
+            profile=process == 1,
+        )
         trace_dir = exp["measure"].get("compile_trace_dir") if process == 1 else None
         trace_env = _compile_trace_env(trace_dir) if trace_dir else {}
         returncode = supervised(request, timeout_s, python=python, env={**cache_env, **trace_env})
@@ -252,42 +237,12 @@ def process_job(
             result["compile_trace"] = _render_compile_trace(trace_dir)
             write_json(out, result)
         if result["status"] == "ok" and process == 1 and _warm_starts_wanted(exp):
-            starts = _warm_starts(exp, python, cache_env, bundle, scratch, deadline)
-            result.update(starts, finished_at=now())
+            result.update(warm_starts=_warm_starts(exp, python, cache_env, artifacts, scratch, deadline))
+            result["finished_at"] = now()
             write_json(out, result)
         if process == 1 and private and (scratch / "caches").is_dir():
             shutil.copytree(scratch / "caches", caches, dirs_exist_ok=True)
     return result
-
-
-def result_job(exp: Experiment, process_records: list[str | Path], out: str | Path) -> dict:
-    """An experiment's result from the records of its processes, in order: the first one's status where it was not
-    ok; else the ok ones together (`replication.combine`), each later one that failed or ran out of time noted, and
-    the result resting on the others."""
-    records = [_stamped(read_json(path)) for path in process_records]
-    first, wanted = records[0], len(records)
-    if first["status"] != "ok" or wanted == 1:
-        result = first
-    else:
-        finished, notes = [first], []
-        for k, record in enumerate(records[1:], 2):
-            if record["status"] == "ok":
-                finished.append(record)
-                continue
-            notes.append(f"process {k} of {wanted} was {record['status']}: {record['error']['message']}")
-            log.error("%s; the result rests on the others", notes[-1])
-        result = {**replication.combine(exp, finished, notes), "finished_at": finished[-1]["finished_at"]}
-    counted = len(result["processes"]) if result["status"] == "ok" else 0
-    name = f"{exp['hardware']}/{exp['model']}/{exp['mode']}"
-    log.info("%s: %s, from %d of %d process(es)", name, result["status"], counted, wanted)
-    write_json(out, result)
-    return result
-
-
-def _stamped(record: dict) -> dict:
-    """A process's record, its entry under `processes` with the times its measuring process started and ended."""
-    times = {"started_at": record["started_at"], "finished_at": record["finished_at"]}
-    return {**record, "processes": [{**p, **times} for p in record.get("processes") or []]}
 
 
 def _not_ok(record_path: str | Path | None) -> ErrorInfo | None:
@@ -307,22 +262,22 @@ def _cache_env(folder: Path) -> dict[str, str]:
     return {"TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), "TRITON_CACHE_DIR": str(folder / "triton")}
 
 
-def _bundle_wanted(exp: Experiment) -> bool:
+def _artifacts_wanted(exp: Experiment) -> bool:
     return _warm_starts_wanted(exp) and exp["measure"]["bundle_start"]
 
 
-def _warm_starts(exp: Experiment, python: str, caches: dict, bundle: Path, scratch: Path, deadline: float) -> dict:
+def _warm_starts(exp: Experiment, python: str, caches: dict, artifacts: Path, scratch: Path, deadline: float) -> dict:
     """The first call of a second fresh process that reads the caches the measurement wrote (`compile_warm_s`;
     with several processes, the later ones are the warm starts instead), and of a third that starts from torch's
-    portable cache bundle alone (`compile_bundle_s`; null where torch has no bundle). Each runs in the time
+    portable cache artifacts alone (`compile_bundle_s`; null where torch has none). Each runs in the time
     `measure.timeout_s` leaves; one stopped or failed keeps the rest."""
     starts = {"warm": None, "bundle": None, "notes": []}
     one_process = exp["measure"]["processes"] == 1
     plans = [("warm", caches, None)] if one_process else []
     if not exp["measure"]["bundle_start"]:
         starts["notes"].append("no start from the cache bundle: measure.bundle_start is false")
-    elif bundle.is_file():
-        plans.append(("bundle", _cache_env(scratch / "bundle-caches"), str(bundle)))
+    elif artifacts.is_file():
+        plans.append(("bundle", _cache_env(scratch / "bundle-caches"), str(artifacts)))
     elif exp["mode_settings"].get("options", {}).get("freezing"):
         starts["notes"].append(
             "no cache bundle: inductor does not cache a graph with frozen constants, so torch saved nothing to "
@@ -332,13 +287,13 @@ def _warm_starts(exp: Experiment, python: str, caches: dict, bundle: Path, scrat
         starts["notes"].append(
             "no cache bundle: this torch has no torch.compiler.save_cache_artifacts, or it saved nothing"
         )
-    for name, env, bundle_path in plans:
+    for name, env, artifacts_path in plans:
         left = deadline - time.monotonic()
         if left <= 1:
             starts["notes"].append(f"the {name} start did not run: measure.timeout_s was spent")
             continue
         out = scratch / f"{name}-start.json"
-        request = {"job": "first_call", "exp": exp, "out": str(out), "cache_bundle": bundle_path}
+        request = StartRequest(str(out), exp, artifacts_path)
         returncode = supervised(request, left, python=python, env=env)
         if returncode == 0 and out.is_file():
             starts[name] = read_json(out)
@@ -346,10 +301,7 @@ def _warm_starts(exp: Experiment, python: str, caches: dict, bundle: Path, scrat
             why = "ran past measure.timeout_s" if returncode is None else death(returncode)
             starts["notes"].append(f"the {name} start {why}")
             log.error("the %s start %s; the result keeps the cold measurement", name, why)
-    fields = {"compile_bundle_s": (starts["bundle"] or {}).get("first_call_s"), "warm_starts": starts}
-    if one_process:
-        fields["compile_warm_s"] = (starts["warm"] or {}).get("first_call_s")
-    return fields
+    return starts
 
 
 def _upstream_failed(step: str, error: ErrorInfo) -> ErrorInfo:
@@ -366,118 +318,10 @@ def _str(path: str | Path | None) -> str | None:
     return str(path) if path else None
 
 
-def _write_stopped(exp: Experiment, out: str | Path, status: str, started_at: str, message: str) -> Result:
-    result: Result = {**result_header(exp, status, message, started_at=started_at), "finished_at": now()}
+def _write_stopped(exp: Experiment, out: str | Path, status: str, started_at: str, message: str) -> ProcessRecord:
+    result: ProcessRecord = {**result_header(exp, status, message, started_at=started_at), "finished_at": now()}
     write_json(out, result)
     return result
-
-
-def _environment_in_child(hardware: str, entry: dict, out: str, check: bool, skip_if_absent: bool) -> None:
-    """The child's side of `environment_job`: the record of this interpreter's torch and machine."""
-    from . import env
-
-    record = {**env.record(hardware, entry), "status": "ok", "error": None}
-    if skip_if_absent and not env.device_present(entry["device"]):
-        reason = (
-            f"optional hardware entry `hardware.{hardware}` skipped: torch {record['torch']} sees no CUDA or ROCm "
-            f"GPU on host {platform.node()}, so none of its experiments are planned"
-        )
-        log.info("%s", reason)
-        record.update(status=SKIPPED, skipped_because=reason)
-        check = False
-    if check:
-        try:
-            env.validate(hardware, entry["device"])
-        except Exception as exc:  # the platform's failure is data: its jobs say why they did not run
-            log.error("%s", exc)
-            record.update(status="failed", error=error_info(exc))
-    if record["status"] == "ok" and check:
-        from . import ceilings
-
-        log.info("measuring the ceilings of %s", entry["device"])
-        record["ceilings"] = ceilings.measure(entry["device"])
-    write_json(out, record)
-
-
-def _mode_check_in_child(mode: str, settings: dict, out: str) -> None:
-    """The child's side of `mode_check_job`: the resolved settings, or the key torch does not know."""
-    from .wrappers import check
-
-    try:
-        write_json(out, check(mode, settings))
-    except UserError as exc:
-        write_failure(out, {"message": str(exc), "traceback": ""})
-
-
-def _reference_in_child(exp: dict, out: str) -> None:
-    """The child's side of `reference_job`: the eager float32 output, or why it could not be computed."""
-    import torch
-
-    from .runner import reference_outputs
-
-    try:
-        outputs = reference_outputs(exp)
-    except Exception as exc:
-        log.error("the reference failed: %s: %s", type(exc).__name__, exc)
-        write_failure(out, error_info(exc))
-        return
-    atomic_write(out, lambda handle: torch.save(outputs, handle))
-
-
-def _first_call_in_child(exp: dict, out: str, cache_bundle: str | None) -> None:
-    """The child's side of a warm start: one fresh start of the experiment, its first call timed."""
-    from .runner import first_call
-
-    write_json(out, first_call(exp, cache_bundle))
-
-
-def _measure_in_child(
-    exp: dict,
-    out: str,
-    reference: str | None,
-    env_record: str | None,
-    caches_given: bool = False,
-    cache_bundle: str | None = None,
-) -> None:
-    """The child's side of `benchmark_job`: measure, write the result."""
-    import torch
-
-    from . import env
-    from .runner import run
-
-    full_env = (
-        read_json(env_record)
-        if env_record
-        else env.record(exp["hardware"], {"device": exp["device"], "env": exp["hardware_env"]})
-    )
-    # Where this measurement ran: on a cluster, not necessarily the node of the environment record.
-    environment = {
-        **env.summary(full_env),
-        "record": env_record,
-        "hostname": platform.node(),
-        "slurm": env.slurm_info(),
-    }
-    ref = torch.load(reference, weights_only=True) if reference else None
-    write_json(
-        out, run(exp, reference=ref, environment=environment, caches_given=caches_given, cache_bundle=cache_bundle)
-    )
-
-
-if __name__ == "__main__":
-    die_with_parent(int(os.environ["COMPILEBENCH_PARENT_PID"]))
-    log_to_stderr()
-    request = json.load(sys.stdin)
-    job = request.pop("job")
-    if job == "environment":
-        _environment_in_child(**request)
-    elif job == "mode_check":
-        _mode_check_in_child(**request)
-    elif job == "reference":
-        _reference_in_child(**request)
-    elif job == "first_call":
-        _first_call_in_child(**request)
-    else:
-        _measure_in_child(**request)
 
 
 def _compile_trace_env(folder: str | Path) -> dict[str, str]:

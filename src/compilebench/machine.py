@@ -7,7 +7,7 @@ import time
 
 import psutil
 
-from .comparisons import BUSY_SHARE
+from .thresholds import BUSY_SHARE
 
 IDLE_FIELDS = ("idle", "iowait", "steal", "guest", "guest_nice")  # guest time is counted in user time already
 # The kernel counts CPU time in ticks of 10 ms: over a shorter phase than this, one tick of another process would

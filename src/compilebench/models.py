@@ -49,7 +49,7 @@ class LogitsOnly(nn.Module):
 
 
 @dataclass
-class Bundle:
+class BuiltModel:
     """A built model: the module to time, its inputs, and what correctness needs."""
 
     name: str
@@ -61,7 +61,7 @@ class Bundle:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def build(name: str, spec: dict, seed: int, device: str) -> Bundle:
+def build(name: str, spec: dict, seed: int, device: str) -> BuiltModel:
     """Build the model named `name` from its config entry, on `device`, in eval mode."""
     check_fits(name, spec, device)
     torch.manual_seed(seed)  # seeds the CPU and every GPU
@@ -70,7 +70,7 @@ def build(name: str, spec: dict, seed: int, device: str) -> Bundle:
         if spec["source"] == "torchvision":
             module = _torchvision_model(name, spec)
             inputs = (_image_input(name, spec, spec.get("image_size", 224), seed),)
-            bundle = Bundle(name, spec["task"], module, inputs)
+            bundle = BuiltModel(name, spec["task"], module, inputs)
         else:
             hf_model, tokenizer = _transformers_model(name, spec)
             bundle = _transformers_bundle(name, spec, hf_model, tokenizer, seed)
@@ -84,7 +84,7 @@ def build(name: str, spec: dict, seed: int, device: str) -> Bundle:
     return bundle
 
 
-def inputs_at(bundle: Bundle, name: str, spec: dict, seed: int, device: str) -> tuple[torch.Tensor, ...]:
+def inputs_at(bundle: BuiltModel, name: str, spec: dict, seed: int, device: str) -> tuple[torch.Tensor, ...]:
     """The bundle's inputs at another shape: `spec` with another batch_size, seq_len or image_size."""
     if spec["source"] == "torchvision":
         inputs = (_image_input(name, spec, spec.get("image_size", 224), seed),)
@@ -256,13 +256,13 @@ def _transformers_model(name: str, spec: dict):
     return model, tokenizer
 
 
-def _transformers_bundle(name: str, spec: dict, model: nn.Module, tokenizer, seed: int) -> Bundle:
+def _transformers_bundle(name: str, spec: dict, model: nn.Module, tokenizer, seed: int) -> BuiltModel:
     task = spec["task"]
     if task == "image-classification":
         inputs = (_image_input(name, spec, _image_side(model, spec), seed),)
-        return Bundle(name, task, LogitsOnly(model, "pixel_values"), inputs)
+        return BuiltModel(name, task, LogitsOnly(model, "pixel_values"), inputs)
     ids = _token_ids(name, spec, model.config, tokenizer, seed)
-    bundle = Bundle(name, task, LogitsOnly(model, "input_ids"), (ids,))
+    bundle = BuiltModel(name, task, LogitsOnly(model, "input_ids"), (ids,))
     if task == "text-generation":
         bundle.causal_lm = model
         bundle.extra["tokenizer"] = tokenizer

@@ -15,13 +15,13 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup, escape
 
 from .assets import sha256_of
-from .comparisons import BUSY_SHARE, said
+from .comparisons import said
 from .config import measure_settings
 from .layout import ASSETS_DIR, FIGURE_NAMES, REPORT_OUT
 from .modes import ordered
 from .results import atomic_write, read_json
 from .tables import unbacked_fast_math
-from .thresholds import COSINE_MIN, FLOAT32_REL_TOL, FLOAT64_MULTIPLIER, FLOAT64_TOL
+from .thresholds import BUSY_SHARE, COSINE_MIN, FLOAT32_REL_TOL, FLOAT64_MULTIPLIER, FLOAT64_TOL
 
 
 def _interval(low, high) -> str:

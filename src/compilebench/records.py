@@ -1,17 +1,20 @@
-"""The two records compilebench passes around, each defined once.
+"""The records compilebench passes around, each defined once, every key declared.
 
-An `Experiment` is everything one benchmark job depends on (`config.experiment`
-derives it); a `Result` is what that job writes. Both are plain JSON-ready dicts,
-typed here so that the engine, the tables and the tests agree on their shape.
+An `Experiment` is everything one benchmark job depends on (`config.experiment` derives it). A worker takes one
+`Request` and writes a `ProcessRecord`: raw samples and what it saw. `summaries` makes a `Result` from an
+experiment's process records. All are plain JSON-ready data, typed here so that the worker, the summaries, the
+tables and the tests agree on their shape (a test checks real records against these declarations, both ways).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import traceback
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, NotRequired, TypedDict
+from typing import Any, ClassVar, TypedDict
 
 SCHEMA_VERSION = 2  # 2: measured in `measure.processes` processes, kept under `processes`
 STATUSES = ("ok", "failed", "timeout", "unsupported")
@@ -23,7 +26,7 @@ COMPILE_PHASES = ("dynamo", "aot_autograd", "inductor_lowering", "autotune", "co
 SWEEP_KEYS = ("batch_size", "image_size", "seq_len", "new_tokens", "dtype")
 
 
-class Experiment(TypedDict):
+class _ExperimentRequired(TypedDict):
     model: str
     mode: str
     mode_settings: dict[str, Any]  # modes.settings: the kind and every setting of it
@@ -34,7 +37,10 @@ class Experiment(TypedDict):
     device: str
     hardware_env: dict[str, str]
     threads: int | None
-    python_env: NotRequired[str]  # the platform's own Python environment (envs/NAME.txt), where it has one
+
+
+class Experiment(_ExperimentRequired, total=False):
+    python_env: str  # the platform's own Python environment (envs/NAME.txt), where it has one
 
 
 class ErrorInfo(TypedDict):
@@ -63,34 +69,113 @@ class ResultHeader(TypedDict):
     measure: dict[str, Any]
 
 
-class Result(ResultHeader, total=False):
-    """A header, and what a measurement adds to it (absent when it did not get that far)."""
+class _Measured(ResultHeader, total=False):
+    """What a measuring process records beyond its header, process record and result alike (absent when it did not
+    get that far)."""
 
     finished_at: str
-    environment: dict[str, Any]  # env.summary of the environment record, and where the job ran
+    environment: dict[str, Any]  # env.summary of the environment record, and `ran_on`: where this process ran
     compile_s: float  # cold: the first call, after what preparation counts (jit scripting; export and package build)
     compile_warm_s: float | None  # first call of a fresh process on the caches the cold one wrote; export: load + call
-    compile_bundle_s: float | None  # a fresh process's first call from torch's portable cache bundle alone
-    warm_starts: dict[str, Any]  # runner.first_call of each warm start (None where it did not run), and notes
+    compile_bundle_s: float | None  # a fresh process's first call from torch's portable cache artifacts alone
+    warm_starts: dict[str, Any]  # runner.start of each warm start (None where it did not run), and notes
     compile_phases: dict[str, float] | None  # compile_phases.read: seconds per phase of the cold compile
-    compile_unexplained_s: float | None  # compile_s less the phases
+    compile_trace: dict[str, Any]  # with measure.compile_trace: the TORCH_TRACE log, its tlparse report or why none
     preparation: dict[str, float]  # seconds of each step before the first call (script_s; export_s, package_s, load_s)
+    settings_effect: dict[str, Any]  # wrappers.settings_effect: what inductor produced under the mode's settings
     warmup_ms: list[float]
-    latency_ms: list[float]  # one per timed iteration
+    latency_ms: list[float]  # one per timed iteration (a stream: one per call of its first pass)
     eager_latency_ms: list[float]  # eager, interleaved with the mode
-    processes: list[dict[str, Any]]  # replication.process_record of each measuring process, the cold one first
-    compile_warm_samples_s: list[float]  # the warm starts among the processes; compile_warm_s is their median
-    machine: dict[str, Any]  # machine.Load of the first process: what else used the machine while it measured
-    stats: dict[str, Any]  # stats.summarize
-    speedup: dict[str, Any]  # stats.speedup: value, ci95, interval (its method)
-    noise: dict[str, Any]  # eager only: ratio, ci95 of eager against a second eager callable, and its samples
-    throughput: dict[str, float]
+    interleave: dict[str, Any]  # timing.BlockPlan.record: the block lengths used
+    machine: dict[str, Any]  # machine.Load: what else used the machine while the process measured
     memory: dict[str, Any]
     correctness: dict[str, Any]
     compiler: dict[str, Any]  # TorchDynamo counters
     workload: dict[str, Any]
-    generation: dict[str, Any]
+    quantization: dict[str, Any]  # a quantized mode: what torchao did to the mode's copy of the model
     profile: dict[str, Any]
+    stream: dict[str, Any]  # a shape stream: each call, each pass, each distinct value
+
+
+class ProcessRecord(_Measured, total=False):
+    """What one measuring process writes (`runner.run`, in the worker): raw samples and facts, no summaries."""
+
+    twin_latency_ms: list[float]  # eager only: a second eager callable, interleaved with the first
+    alone_latency_ms: list[float]  # a mode timed alone, half before and half after its interleaved phase
+    generations: dict[str, Any]  # text generation: new_tokens, and the timed generations' ms per token
+
+
+class Result(_Measured, total=False):
+    """What `summaries.combine` makes of an experiment's process records."""
+
+    compile_unexplained_s: float | None  # compile_s less the phases
+    processes: list[dict[str, Any]]  # summaries.process_entry of each measuring process, the cold one first
+    processes_notes: list[str]  # several processes: what became of those the result does not rest on
+    compile_warm_samples_s: list[float]  # the warm starts among the processes; compile_warm_s is their median
+    stats: dict[str, Any]  # stats.summarize
+    speedup: dict[str, Any]  # stats.speedup: value, ci95, interval (its method)
+    noise: dict[str, Any]  # eager only: ratio, ci95 of eager against a second eager callable, and its samples
+    steady_state: dict[str, Any]  # a mode's interleaved median against its median timed alone
+    throughput: dict[str, float]
+    generation: dict[str, Any]  # summaries.summarize_tokens
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request to the worker (`python -m compilebench.worker`), as the parent sends it on standard input."""
+
+    kind: ClassVar[str]
+    out: str
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, **dataclasses.asdict(self)}
+
+
+@dataclass(frozen=True)
+class EnvironmentRequest(Request):
+    kind: ClassVar[str] = "environment"
+    hardware: str
+    entry: dict
+    check: bool = True
+    skip_if_absent: bool = False
+
+
+@dataclass(frozen=True)
+class ModeCheckRequest(Request):
+    kind: ClassVar[str] = "mode_check"
+    mode: str
+    settings: dict
+
+
+@dataclass(frozen=True)
+class ReferenceRequest(Request):
+    kind: ClassVar[str] = "reference"
+    exp: dict
+
+
+@dataclass(frozen=True)
+class StartRequest(Request):
+    """A warm start: one fresh start of the experiment, its first call timed."""
+
+    kind: ClassVar[str] = "start"
+    exp: dict
+    cache_artifacts: str | None = None
+
+
+@dataclass(frozen=True)
+class MeasureRequest(Request):
+    kind: ClassVar[str] = "measure"
+    exp: dict
+    reference: str | None = None
+    env_record: str | None = None
+    caches_given: bool = False
+    cache_artifacts: str | None = None
+    profile: bool = True  # with measure.profile: only the first process profiles
+
+
+REQUESTS: dict[str, type[Request]] = {
+    r.kind: r for r in (EnvironmentRequest, ModeCheckRequest, ReferenceRequest, StartRequest, MeasureRequest)
+}
 
 
 REQUIRED_KEYS = frozenset(ResultHeader.__required_keys__)

@@ -198,7 +198,7 @@ def _hardware_costs(src: Sources) -> pd.DataFrame:
     differ, the verdict (faster, slower, same, unclear), ``unstable`` and ``detectable_change``.""",
 )
 def _mode_effects(src: Sources) -> pd.DataFrame:
-    return comparisons.mode_effects(src.results, src.runs, src.settings["threshold"])
+    return comparisons.mode_effects(src.results, src.runs, src.settings["threshold"], tables.settings_difference)
 
 
 @table(

@@ -1,24 +1,24 @@
-"""One experiment (model x mode x hardware) from build to result record."""
+"""One measuring process of an experiment (model x mode x hardware), as named phases, from build to process record."""
 
 from __future__ import annotations
 
 import logging
 import os
 import tempfile
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 import torch
 
-from . import compile_phases, correctness, profiling, quantization, replication, stats, streams, timing, wrappers
+from . import compile_phases, correctness, profiling, quantization, streams, timing, wrappers
 from .dynamo_counters import CompilerHealth
 from .errors import Unsupported
-from .generation import Generation, GreedyGenerator, summarize_tokens
+from .generation import Generation, GreedyGenerator
 from .machine import Load
 from .memory import PeakMemory, device_free_bytes
-from .models import Bundle, build, estimated_activation_bytes, parameter_bytes
-from .records import Experiment, Result, error_info, now, result_header
+from .models import BuiltModel, build, estimated_activation_bytes, parameter_bytes
+from .records import Experiment, error_info, now, result_header
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def reference_outputs(exp: dict) -> dict:
     return outputs
 
 
-def _eager_outputs(bundle: Bundle, exp: dict) -> dict:
+def _eager_outputs(bundle: BuiltModel, exp: dict) -> dict:
     with torch.no_grad():
         if bundle.causal_lm is None:
             return {"output": bundle.module(*bundle.inputs).float().cpu()}
@@ -52,7 +52,7 @@ def _eager_outputs(bundle: Bundle, exp: dict) -> dict:
         return {"output": generation.prefill_logits.float().cpu(), "tokens": generation.tokens.cpu()}
 
 
-def _float64_obstacle(bundle: Bundle, exp: dict) -> str | None:
+def _float64_obstacle(bundle: BuiltModel, exp: dict) -> str | None:
     """Why the model's float64 copy and one forward pass of it would not fit where it runs, or None."""
     weights = parameter_bytes(bundle.causal_lm or bundle.module, bytes_per_element=8)
     activations = estimated_activation_bytes(exp["model"], exp["spec"], bytes_per_element=8) or 0
@@ -65,7 +65,7 @@ def _float64_obstacle(bundle: Bundle, exp: dict) -> str | None:
     return None
 
 
-def _to_float64(bundle: Bundle) -> None:
+def _to_float64(bundle: BuiltModel) -> None:
     """The built model in float64, in place: its weights and its floating-point inputs."""
     (bundle.causal_lm or bundle.module).double()
     bundle.inputs = tuple(x.double() if x.is_floating_point() else x for x in bundle.inputs)
@@ -77,33 +77,34 @@ def run(
     reference: dict[str, torch.Tensor] | None = None,
     environment: dict | None = None,
     caches_given: bool = False,
-    cache_bundle: str | None = None,
-) -> Result:
-    """Measure one experiment. Never raises: failures become the record's status.
+    cache_artifacts: str | None = None,
+    profile: bool = True,
+) -> dict:
+    """Measure one experiment in this process and return its process record: raw samples and what was seen, no
+    summaries (`summaries` makes the result). Never raises: a failure becomes the record's status.
 
     `caches_given`: the job has pointed inductor and Triton at caches of its own (which a warm start then
-    reuses), so no private ones are made here. `cache_bundle`: where to save torch's portable cache bundle
-    after the first call, for a start from it."""
-    result: Result = {**result_header(exp), "environment": environment or {}}
+    reuses), so no private ones are made here. `cache_artifacts`: where to save torch's portable cache artifacts
+    after the first call, for a start from them. `profile`: False where only another process profiles."""
+    record = {**result_header(exp), "environment": environment or {}}
     try:
         with ExitStack() as stack:
             if exp["measure"]["private_cache"] and not caches_given:
                 stack.enter_context(private_compile_cache())
-            measured = _measure_stream(exp) if exp["spec"].get("stream") else _measure(exp, reference, cache_bundle)
-            result.update(measured)
+            record.update(measure(exp, reference, cache_artifacts, profile))
     except Unsupported as exc:
-        result.update(result_header(exp, "unsupported", str(exc), started_at=result["started_at"]))
+        record.update(result_header(exp, "unsupported", str(exc), started_at=record["started_at"]))
     except Exception as exc:  # any failure is data, reported with its reason
         error = error_info(exc)
-        result.update(
+        record.update(
             result_header(
-                exp, "failed", error["message"], traceback=error["traceback"], started_at=result["started_at"]
+                exp, "failed", error["message"], traceback=error["traceback"], started_at=record["started_at"]
             )
         )
     finally:
-        result["finished_at"] = now()
-    log.info("%s/%s/%s: %s", exp["hardware"], exp["model"], exp["mode"], result["status"])
-    return result
+        record["finished_at"] = now()
+    log.info("%s/%s/%s: %s", exp["hardware"], exp["model"], exp["mode"], record["status"])
+    return record
 
 
 class private_compile_cache:
@@ -127,166 +128,214 @@ class private_compile_cache:
         self.tmp.cleanup()
 
 
-def first_call(exp: Experiment, cache_bundle: str | None = None) -> dict:
-    """A start of the experiment in this fresh process: build, wrap, and time the first call alone, which reads
-    whatever compile caches are there (a warm start), after loading `cache_bundle` when given."""
-    spec, device, settings = exp["spec"], exp["device"], exp["mode_settings"]
-    loaded = None
-    if cache_bundle:
-        with open(cache_bundle, "rb") as handle:
-            loaded = torch.compiler.load_cache_artifacts(handle.read())
-    bundle = build(exp["model"], spec, exp["seed"], device)
-    clock = timing.Clock(device)
-    workdir = tempfile.TemporaryDirectory(prefix="compilebench-work-")
-    with workdir, torch.no_grad(), wrappers.precision(device, spec["dtype"]), wrappers.configured(settings):
-        compile_phases.start()
-        before = wrappers.generated_code()
-        prepared = callables(bundle, exp, clock, workdir.name)
-        first_ms, _ = clock.time(prepared.call)
-        effect = wrappers.settings_effect(settings, before)
-    return {
-        "first_call_s": first_ms / 1e3,
-        "settings_effect": effect,
-        "compile_phases": compile_phases.read(),
-        "cache_hits": compile_phases.cache_hits(),
-        "bundle_loaded": loaded is not None if cache_bundle else None,
-    }
+@dataclass
+class Process:
+    """A measuring process's state, set up once (`measuring_process`) for every path that measures."""
+
+    exp: Experiment
+    model: BuiltModel
+    clock: timing.Clock
+    workdir: str  # an export mode's package lands here
+    memory: PeakMemory
+    health: CompilerHealth
+    code_before: set[str]  # inductor's generated modules before the first compile
 
 
-def _measure(exp: dict, reference: dict[str, torch.Tensor] | None, cache_bundle: str | None = None) -> dict:
-    spec, settings, device = exp["spec"], exp["measure"], exp["device"]
+@contextmanager
+def measuring_process(exp: Experiment) -> Iterator[Process]:
+    """The model built, and everything its calls run inside: a clock, compiler counters and memory tracking from a
+    clean start, no autograd, the experiment's precision and the mode's inductor configuration."""
+    spec, device = exp["spec"], exp["device"]
     memory = PeakMemory(device)
     memory.baseline()
     log.info("building %s (%s %s, %s weights)", exp["model"], spec["source"], spec["arch"], spec["weights"])
-    bundle = build(exp["model"], spec, exp["seed"], device)
-    clock = timing.Clock(device)
-    health = CompilerHealth()
-    health.start()
-    workdir = tempfile.TemporaryDirectory(prefix="compilebench-work-")  # an export mode's package
-    mode_settings = exp["mode_settings"]
-    with workdir, torch.no_grad(), wrappers.precision(device, spec["dtype"]), wrappers.configured(mode_settings):
-        compile_phases.start()
-        before = wrappers.generated_code()
-        prepared = callables(bundle, exp, clock, workdir.name)
-        call, eager_call, generator = prepared.call, prepared.eager, prepared.generator
-        log.info("first call (compiles for compile modes)")
-        first_ms, _ = clock.time(call)
-        phases = compile_phases.read()
-        effect = wrappers.settings_effect(mode_settings, before)
-        if cache_bundle:
-            _save_cache_bundle(cache_bundle)
-        log.info("first call took %.2f s; warm-up (%d iterations)", first_ms / 1e3, settings["warmup"])
-        load = Load()
-        warmup_ms = timing.warm_up(call, clock, settings["warmup"])
-        loop = {k: settings[k] for k in ("iterations", "min_time_s", "max_iterations")}
-        # Eager is timed against a second eager callable in the same blocks: the A/A ratio is its noise floor.
-        eager_warmup_ms = timing.warm_up(eager_call, clock, settings["warmup"] + 1)
-        plan = timing.plan_blocks(settings, eager_warmup_ms, warmup_ms or [clock.time(call)[0]])
-        # The mode alone, half before its interleaved phase and half after, so that slow drift moves both alike.
-        alone = exp["mode"] != "eager"
-        steady_loop = {**loop, "min_time_s": settings["steady_state_s"] / 2}
-        alone_ms = timing.alone(call, clock, warmup=plan.warmup, **steady_loop) if alone else None
-        first = len(generator.history) if generator else 0
-        eager_ms, latency_ms, blocks = timing.interleaved(eager_call, call, clock, plan=plan, **loop)
-        timed_generations = timing.kept(generator.history[first:], plan.warmup, plan.mode) if generator else None
-        if alone:
-            log.info("timing the mode alone again, for its steady state")
-            alone_ms += timing.alone(call, clock, warmup=plan.warmup, **steady_loop)
-        machine = load.report()
-        if machine["busy"] is True:
-            log.warning("other work used the machine while this process measured: %s", machine)
-        # A copy: a CUDA-graph replay (profiling below) may overwrite the buffer of a previous output.
-        output = call().clone() if generator is None else generator.history[-1]
-        # Eager in the same precision as the mode: its own error against float64 is the yardstick.
-        eager_output = eager_call().clone() if generator is None else eager_call.history[-1]
-        peak_memory = memory.report()
-        compiler = health.report()
-        profiled = None
-        if settings["profile"]:
-            profiled = profiling.profile(call, clock, settings["profile_iterations"], settings["trace"])
-        workload = _workload(bundle, spec, prepared.quantization)
-    if reference is None:
-        log.info("computing the eager float32 reference")
-        reference = reference_outputs(exp)
-    quantize = mode_settings.get("quantize")
-    check = _check(bundle, output, eager_output, reference, compute_dtype(spec), quantize and quantize["min_cosine"])
-    compile_s = cold_compile_s(prepared.preparation, first_ms / 1e3)
-    record = {
-        "compile_s": compile_s,
-        "compile_phases": phases,
-        "compile_unexplained_s": compile_s - sum(phases.values()) if phases else None,
-        # An exported package's warm start is its load and first call, as a deployment pays them.
-        "compile_warm_s": (
-            prepared.preparation["load_s"] + first_ms / 1e3 if "load_s" in prepared.preparation else None
-        ),
-        "compile_bundle_s": None,
-        "preparation": {**prepared.preparation, "first_call_s": first_ms / 1e3},
-        "warmup_ms": warmup_ms,
-        "latency_ms": latency_ms,
-        "stats": stats.summarize(latency_ms, resamples=settings["bootstrap_resamples"], seed=exp["seed"]),
-        "memory": peak_memory,
-        "correctness": check,
-        "compiler": compiler,
-        "workload": workload,
-    }
-    if prepared.quantization:
-        record["quantization"] = prepared.quantization
-    if profiled:
-        record["profile"] = profiled
-    median_s = record["stats"]["median_ms"] / 1e3
-    record["throughput"] = {"samples_per_s": spec["batch_size"] / median_s}
-    block_s = None if settings.get("interleave_block") else settings["interleave_block_s"]
-    record["interleave"] = plan.record(blocks, block_s)
-    record["settings_effect"] = effect
-    record["machine"] = machine
-    eager = exp["mode"] == "eager"
-    this_process = {
-        "latency_ms": latency_ms,
-        "twin_latency_ms" if eager else "eager_latency_ms": eager_ms,
-        "interleave": record["interleave"],
-        "steady_state": {"latency_ms": alone_ms},
-    }
-    record.update(replication.interleaved_fields([this_process], settings, exp["seed"], eager=eager))
-    if record.get("steady_state", {}).get("flagged"):
-        log.warning("interleaving changed the mode's median: %s", record["steady_state"])
-    record["processes"] = [replication.process_record(record)]
-    if timed_generations:
-        record["generation"] = summarize_tokens(timed_generations, spec["batch_size"])
-        record["throughput"]["tokens_per_s"] = record["generation"]["tokens_per_s"]
-    return record
-
-
-def _measure_stream(exp: dict) -> dict:
-    """A shape stream: eager and the mode over the same sequence of shapes in alternating passes, call by call."""
-    spec, device, mode_settings = exp["spec"], exp["device"], exp["mode_settings"]
-    if mode_settings["kind"] not in ("eager", "compile"):
-        raise Unsupported(f"a shape stream runs eager and compile modes; {mode_settings['kind']} fixes one shape")
-    bundle = build(exp["model"], spec, exp["seed"], device)
-    clock = timing.Clock(device)
+    model = build(exp["model"], spec, exp["seed"], device)
     health = CompilerHealth()
     health.start()
     with tempfile.TemporaryDirectory(prefix="compilebench-work-") as workdir, torch.no_grad():
-        with wrappers.precision(device, spec["dtype"]), wrappers.configured(mode_settings):
+        with wrappers.precision(device, spec["dtype"]), wrappers.configured(exp["mode_settings"]):
             compile_phases.start()
-            options = {"device": device, "dtype": spec["dtype"], "workdir": workdir}
-            fn, _ = wrappers.wrap(bundle.module, mode_settings, bundle.inputs, **options)
-            record = streams.measure(bundle, exp, fn, clock)
-    record["compiler"] = health.report()
-    stream = record["stream"]
-    # The stream's calls as served, compiles included: what `runs.csv` summarizes for it.
-    record["latency_ms"] = [call["latency_ms"] for call in stream["calls"]]
-    measure = exp["measure"]
-    record["stats"] = stats.summarize(record["latency_ms"], resamples=measure["bootstrap_resamples"], seed=exp["seed"])
-    record["correctness"] = {
-        "passed": stream["correct"],
-        "rule": "stream",
-        "criterion": f"at every distinct {stream['axis']}: the mode's output against eager's at that shape",
+            yield Process(exp, model, timing.Clock(device), workdir, memory, health, wrappers.generated_code())
+
+
+def measure(
+    exp: Experiment, reference: dict | None = None, cache_artifacts: str | None = None, profiled: bool = True
+) -> dict:
+    """The measurement, phase by phase: build, prepare, first call, warm-up and block plan, steady state and
+    interleaved timing, outputs, profile, workload, then correctness against the reference."""
+    with measuring_process(exp) as process:
+        if exp["spec"].get("stream"):
+            return measure_stream(process)
+        prepared = prepare(process)
+        first = first_call(process, prepared)
+        if cache_artifacts:
+            save_cache_artifacts(cache_artifacts)
+        load = Load()
+        plan = warm_up(process, prepared)
+        timed = time_interleaved(process, prepared, plan)
+        machine = load.report()
+        if machine["busy"] is True:
+            log.warning("other work used the machine while this process measured: %s", machine)
+        outputs = final_outputs(prepared)
+        seen = {"memory": process.memory.report(), "compiler": process.health.report()}
+        profiled = profile(process, prepared) if profiled else None
+        work = workload(process.model, exp["spec"], prepared.quantization)
+    if reference is None:
+        log.info("computing the eager float32 reference")
+        reference = reference_outputs(exp)
+    check = correctness_check(exp, process.model, outputs, reference)
+    return {
+        **first.record(prepared.preparation),
+        **plan.record(),
+        **timed,
+        **seen,
+        "machine": machine,
+        "correctness": check,
+        "workload": work,
+        **({"quantization": prepared.quantization} if prepared.quantization else {}),
+        **({"profile": profiled} if profiled else {}),
     }
-    return record
 
 
-def _save_cache_bundle(path: str) -> None:
-    """torch's portable bundle of what this process's compile wrote to its caches; nothing where torch lacks it."""
+def start(exp: Experiment, cache_artifacts: str | None = None) -> dict:
+    """A start of the experiment in this fresh process: build, wrap, and time the first call alone, which reads
+    whatever compile caches are there (a warm start), after loading `cache_artifacts` when given."""
+    loaded = None
+    if cache_artifacts:
+        with open(cache_artifacts, "rb") as handle:
+            loaded = torch.compiler.load_cache_artifacts(handle.read())
+    with measuring_process(exp) as process:
+        first = first_call(process, prepare(process))
+    return {
+        "first_call_s": first.seconds,
+        "settings_effect": first.settings_effect,
+        "compile_phases": first.compile_phases,
+        "cache_hits": compile_phases.cache_hits(),
+        "bundle_loaded": loaded is not None if cache_artifacts else None,
+    }
+
+
+@dataclass(frozen=True)
+class FirstCall:
+    """The first call, timed alone (a compile mode compiles in it), and what the compile did."""
+
+    seconds: float
+    compile_phases: dict[str, float] | None
+    settings_effect: dict
+
+    def record(self, preparation: dict[str, float]) -> dict:
+        compile_s = cold_compile_s(preparation, self.seconds)
+        return {
+            "compile_s": compile_s,
+            "compile_phases": self.compile_phases,
+            # An exported package's warm start is its load and first call, as a deployment pays them.
+            "compile_warm_s": preparation["load_s"] + self.seconds if "load_s" in preparation else None,
+            "compile_bundle_s": None,
+            "preparation": {**preparation, "first_call_s": self.seconds},
+            "settings_effect": self.settings_effect,
+        }
+
+
+def first_call(process: Process, prepared: Prepared) -> FirstCall:
+    log.info("first call (compiles for compile modes)")
+    ms, _ = process.clock.time(prepared.call)
+    phases = compile_phases.read()
+    effect = wrappers.settings_effect(process.exp["mode_settings"], process.code_before)
+    log.info("first call took %.2f s", ms / 1e3)
+    return FirstCall(ms / 1e3, phases, effect)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The warm-up calls of both sides, and the block plan sized from them."""
+
+    warmup_ms: list[float]
+    blocks: timing.BlockPlan
+
+    def record(self) -> dict:
+        return {"warmup_ms": self.warmup_ms}
+
+
+def warm_up(process: Process, prepared: Prepared) -> Plan:
+    measure, clock = process.exp["measure"], process.clock
+    log.info("warm-up (%d iterations)", measure["warmup"])
+    mode_ms = timing.warm_up(prepared.call, clock, measure["warmup"])
+    # Eager is timed against a second eager callable in the same blocks: the A/A ratio is its noise floor.
+    eager_ms = timing.warm_up(prepared.eager, clock, measure["warmup"] + 1)
+    return Plan(mode_ms, timing.plan_blocks(measure, eager_ms, mode_ms or [clock.time(prepared.call)[0]]))
+
+
+def time_interleaved(process: Process, prepared: Prepared, plan: Plan) -> dict:
+    """Eager and the mode in alternating blocks; a mode is also timed alone, half before and half after, so that
+    slow drift moves both alike (its steady state). The samples as taken, each side's under its own key."""
+    exp, clock = process.exp, process.clock
+    measure, blocks = exp["measure"], plan.blocks
+    loop = {k: measure[k] for k in ("iterations", "min_time_s", "max_iterations")}
+    alone = exp["mode"] != "eager"
+    steady = {**loop, "min_time_s": measure["steady_state_s"] / 2}
+    call, generator = prepared.call, prepared.generator
+    alone_ms = timing.alone(call, clock, warmup=blocks.warmup, **steady) if alone else None
+    first = len(generator.history) if generator else 0
+    eager_ms, mode_ms, count = timing.interleaved(prepared.eager, call, clock, plan=blocks, **loop)
+    generations = timing.kept(generator.history[first:], blocks.warmup, blocks.mode) if generator else None
+    if alone:
+        log.info("timing the mode alone again, for its steady state")
+        alone_ms += timing.alone(call, clock, warmup=blocks.warmup, **steady)
+    block_s = None if measure.get("interleave_block") else measure["interleave_block_s"]
+    timed = {"latency_ms": mode_ms, "interleave": blocks.record(count, block_s)}
+    if alone:
+        timed.update(eager_latency_ms=eager_ms, alone_latency_ms=alone_ms)
+    else:
+        timed["twin_latency_ms"] = eager_ms
+    if generations:
+        timed["generations"] = {
+            "new_tokens": int(generations[0].tokens.shape[1]),
+            "token_ms": [list(g.token_ms) for g in generations],
+        }
+    return timed
+
+
+def final_outputs(prepared: Prepared) -> tuple:
+    """The mode's last output and eager's, for the correctness check (eager in the mode's precision: its own
+    error against float64 is the yardstick)."""
+    if prepared.generator is not None:
+        return prepared.generator.history[-1], prepared.eager.history[-1]
+    # A copy: a CUDA-graph replay (profiling below) may overwrite the buffer of a previous output.
+    return prepared.call().clone(), prepared.eager().clone()
+
+
+def profile(process: Process, prepared: Prepared) -> dict | None:
+    measure = process.exp["measure"]
+    if not measure["profile"]:
+        return None
+    return profiling.profile(prepared.call, process.clock, measure["profile_iterations"], measure["trace"])
+
+
+def measure_stream(process: Process) -> dict:
+    """A shape stream: eager and the mode over the same sequence of shapes in alternating passes, call by call."""
+    exp = process.exp
+    settings = exp["mode_settings"]
+    if settings["kind"] not in ("eager", "compile"):
+        raise Unsupported(f"a shape stream runs eager and compile modes; {settings['kind']} fixes one shape")
+    model = process.model
+    options = {"device": exp["device"], "dtype": exp["spec"]["dtype"], "workdir": process.workdir}
+    fn, _ = wrappers.wrap(model.module, settings, model.inputs, **options)
+    record = streams.measure(model, exp, fn, process.clock)
+    stream = record["stream"]
+    return {
+        **record,
+        "compiler": process.health.report(),
+        "correctness": {
+            "passed": stream["correct"],
+            "rule": "stream",
+            "criterion": f"at every distinct {stream['axis']}: the mode's output against eager's at that shape",
+        },
+    }
+
+
+def save_cache_artifacts(path: str) -> None:
+    """torch's portable cache artifacts of what this process's compile wrote to its caches; nothing where torch
+    lacks them."""
     save = getattr(torch.compiler, "save_cache_artifacts", None)
     artifacts = save() if save else None
     if artifacts:
@@ -299,13 +348,13 @@ def compute_dtype(spec: dict) -> str:
     return spec["dtype"] if spec["dtype"] != "float32" else spec.get("weights_dtype") or "float32"
 
 
-def _workload(bundle: Bundle, spec: dict, quantized: dict | None = None) -> dict:
+def workload(model: BuiltModel, spec: dict, quantized: dict | None = None) -> dict:
     """What one call must do, for the fraction of the hardware's limit it reaches; a quantized mode reads its
     quantized weights (and the float ones beside them)."""
-    weights = quantized["weight_bytes_quantized"] if quantized else parameter_bytes(bundle.causal_lm or bundle.module)
+    weights = quantized["weight_bytes_quantized"] if quantized else parameter_bytes(model.causal_lm or model.module)
     work = {"compute_dtype": compute_dtype(spec), "parameter_bytes": weights}
-    if bundle.causal_lm is None:
-        work["flops_per_call"] = profiling.flops_per_call(bundle.module, bundle.inputs)
+    if model.causal_lm is None:
+        work["flops_per_call"] = profiling.flops_per_call(model.module, model.inputs)
     return work
 
 
@@ -329,55 +378,54 @@ def cold_compile_s(preparation: dict[str, float], first_call_s: float) -> float:
     return preparation.get("script_s", 0.0) + first_call_s
 
 
-def callables(bundle: Bundle, exp: dict, clock: timing.Clock, workdir: str) -> Prepared:
-    """The timed call for the mode and for eager; generators too for text generation."""
-    spec, device, settings = exp["spec"], exp["device"], exp["mode_settings"]
-    options = {"device": device, "dtype": spec["dtype"], "workdir": workdir}
-    model, quantized = bundle.causal_lm or bundle.module, None
+def prepare(process: Process) -> Prepared:
+    """The mode's settings in force on its own copy of the model: quantized where the mode says, dynamic axes
+    marked, wrapped (jit and export do their work here); the timed call for the mode and for eager, generators
+    too for text generation."""
+    exp, built = process.exp, process.model
+    spec, settings = exp["spec"], exp["mode_settings"]
+    options = {"device": exp["device"], "dtype": spec["dtype"], "workdir": process.workdir}
+    model, quantized = built.causal_lm or built.module, None
     if settings.get("quantize"):  # a copy: eager and the correctness yardstick stay float
         key = f"mode_definitions.{exp['mode']}.quantize"
         model, quantized = quantization.quantized_copy(model, settings["quantize"], key)
         log.info("quantized with torchao: %s", {k: quantized[k] for k in ("method", "quantized_share")})
     if settings.get("mark_dynamic"):
-        streams.mark_dynamic(bundle.inputs, settings["mark_dynamic"])
-    if bundle.causal_lm is None:
-        fn, preparation = wrappers.wrap(model, settings, bundle.inputs, **options)
-        inputs = bundle.inputs
-        return Prepared(lambda: fn(*inputs), lambda: bundle.module(*inputs), None, preparation, quantized)
+        streams.mark_dynamic(built.inputs, settings["mark_dynamic"])
+    if built.causal_lm is None:
+        fn, preparation = wrappers.wrap(model, settings, built.inputs, **options)
+        inputs = built.inputs
+        return Prepared(lambda: fn(*inputs), lambda: built.module(*inputs), None, preparation, quantized)
     if settings["kind"] == "jit":
         raise Unsupported("TorchScript cannot capture generation with a KV cache; use eager or a compile mode")
     if settings["kind"] == "export":
         raise Unsupported("compilebench does not export a generation loop with a KV cache; use eager or a compile mode")
     log.info("generating %d new tokens per iteration", spec["new_tokens"])
-    step, preparation = wrappers.wrap(model, settings, bundle.inputs, **options)
-    prompt = bundle.inputs[0]
+    step, preparation = wrappers.wrap(model, settings, built.inputs, **options)
+    prompt, clock = built.inputs[0], process.clock
     generator = GreedyGenerator(model, step, prompt, spec["new_tokens"], clock)
-    eager = GreedyGenerator(bundle.causal_lm, bundle.causal_lm, prompt, spec["new_tokens"], clock)
+    eager = GreedyGenerator(built.causal_lm, built.causal_lm, prompt, spec["new_tokens"], clock)
     return Prepared(generator, eager, generator, preparation, quantized)
 
 
-def _check(
-    bundle: Bundle,
-    output: torch.Tensor | Generation,
-    eager_output: torch.Tensor | Generation,
-    reference: dict,
-    dtype: str,
-    min_cosine: float | None = None,
-) -> dict:
+def correctness_check(exp: Experiment, model: BuiltModel, outputs: tuple, reference: dict) -> dict:
+    """The mode's output against the reference, by the mode's own rule (a quantized mode's cosine, if any)."""
+    output, eager_output = outputs
+    quantize = exp["mode_settings"].get("quantize")
     generation = isinstance(output, Generation)
     logits = output.prefill_logits if generation else output
     eager_logits = eager_output.prefill_logits if generation else eager_output
     check = correctness.compare(
         reference["output"],
         logits,
-        dtype,
+        compute_dtype(exp["spec"]),
         float64=reference.get("float64"),
         eager=eager_logits,
         float64_missing=reference.get("float64_missing"),
-        min_cosine=min_cosine,
+        min_cosine=quantize and quantize["min_cosine"],
     )
     if generation:
         check.update(correctness.compare_tokens(reference["tokens"], output.tokens))
-    elif bundle.labels:
-        check["top5"] = correctness.top5(output, bundle.labels)
+    elif model.labels:
+        check["top5"] = correctness.top5(output, model.labels)
     return check

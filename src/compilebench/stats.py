@@ -1,10 +1,249 @@
-"""Summary statistics and bootstrap intervals of timed samples."""
+"""The estimators every number compilebench states rests on, torch-free: summaries of timed samples, ratios of
+medians with their bootstrap intervals, and the one rule that reads an interval: faster, slower, same or unclear.
+
+A ratio of medians (`Ratio`) is read as a speedup: base over new, so that above 1 the new side is faster. Its
+sides are processes' samples, each process timed in interleaved blocks. Within a process, whole blocks are
+resampled (a slow stretch of the machine stays in one unit); across processes, the processes are resampled first
+(each fresh process lands in its own state, and between processes the variance is larger): the two-level
+bootstrap. With one process a side, it is that process's block bootstrap.
+
+Samples are read from a record of processes (`timed`): a result, or a process record as a worker wrote it.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
-from .comparisons import Timed, paired
+VERDICTS = ("faster", "slower", "same", "unclear")
+DEFAULT_THRESHOLD = 0.05
+
+TWO_LEVEL = "two-level"
+
+
+def verdict(low: float, high: float, threshold: float, floor: tuple[float, float] | None = None) -> str:
+    """`faster`/`slower` when the whole interval lies beyond the band of `same`, `same` when within it, else
+    `unclear`. The band is 1 ± threshold, widened to the half-width of the noise `floor` (eager against itself)
+    where that is wider."""
+    band = max(threshold, (floor[1] - floor[0]) / 2) if floor and not _missing(floor[0]) else threshold
+    if low > 1 + band:
+        return "faster"
+    if high < 1 - band:
+        return "slower"
+    if low >= 1 - band and high <= 1 + band:
+        return "same"
+    return "unclear"
+
+
+def detectable_change(low: float, high: float, threshold: float) -> float:
+    """The smallest change, in percent, that an interval as wide as this one would have called faster or slower:
+    its half-width on the log scale plus the threshold."""
+    return 100 * ((np.log(high) - np.log(low)) / 2 + threshold)
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One process's samples of one side, and the calls each of its interleaved blocks kept."""
+
+    samples: np.ndarray
+    block: int = 1
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A ratio of medians with the bootstrap replicates of its logarithm, from which its 95% interval comes."""
+
+    value: float
+    replicates: np.ndarray = field(repr=False)
+    processes: tuple[int, int]  # processes on the base side and on the new side
+    interval: str  # how the replicates were drawn
+
+    @property
+    def ci95(self) -> list[float]:
+        low, high = np.exp(np.percentile(self.replicates, [2.5, 97.5]))
+        return [float(min(low, self.value)), float(max(high, self.value))]
+
+    def __truediv__(self, other: Ratio) -> Ratio:
+        """This ratio over another measured independently (their replicates are drawn apart)."""
+        return Ratio(
+            self.value / other.value,
+            self.replicates - other.replicates,
+            (min(self.processes[0], other.processes[0]), min(self.processes[1], other.processes[1])),
+            self.interval if self.interval == other.interval else f"{self.interval}; {other.interval}",
+        )
+
+    def record(self) -> dict:
+        """As a result file keeps it."""
+        return {"value": self.value, "ci95": self.ci95, "processes": self.processes[1], "interval": self.interval}
+
+    def row(self, threshold: float, floor: tuple[float, float] | None = None) -> dict:
+        """As a table holds it: the ratio, its interval, the verdict it supports and what it could have detected."""
+        low, high = self.ci95
+        return {
+            "ratio": self.value,
+            "ratio_ci95_low": low,
+            "ratio_ci95_high": high,
+            "verdict": verdict(low, high, threshold, floor),
+            "detectable_change": detectable_change(low, high, threshold),
+            "base_processes": self.processes[0],
+            "processes": self.processes[1],
+            "interval": self.interval,
+        }
+
+
+def geometric_mean(ratios: list[Ratio]) -> Ratio:
+    """The geometric mean of several experiments' ratios; each experiment's replicates drawn apart."""
+    return Ratio(
+        float(np.exp(np.mean([np.log(r.value) for r in ratios]))),
+        np.mean([r.replicates for r in ratios], axis=0),
+        (min(r.processes[0] for r in ratios), min(r.processes[1] for r in ratios)),
+        ratios[0].interval,
+    )
+
+
+def paired(pairs: list[tuple[Timed, Timed]], *, resamples: int = 2000, seed: int = 0) -> Ratio:
+    """Median of the first side over median of the second, both timed in the same processes (eager and a mode
+    interleaved): per process the block bootstrap resamples block i of one side with block i of the other, and
+    across processes the processes are resampled (two-level)."""
+    rng = np.random.default_rng(seed)
+    points, replicates, methods = [], [], []
+    for a, b in pairs:
+        points.append(np.log(np.median(a.samples) / np.median(b.samples)))
+        logs, method = _paired_replicates(a, b, resamples, rng)
+        replicates.append(logs)
+        methods.append(method)
+    value, logs = _two_level(points, replicates, rng)
+    return Ratio(float(np.exp(value)), logs, (len(pairs), len(pairs)), _method(methods))
+
+
+def unpaired(base: list[Timed], new: list[Timed], *, resamples: int = 2000, seed: int = 0) -> Ratio:
+    """Median of the base side over median of the new side, timed in different processes: each side's median is
+    the geometric mean of its processes' medians, resampled at both levels, the two sides apart."""
+    rng = np.random.default_rng(seed)
+    (base_value, base_logs, base_method), (new_value, new_logs, new_method) = (
+        _side(side, resamples, rng) for side in (base, new)
+    )
+    method = base_method if base_method == new_method else f"{base_method}; {new_method}"
+    return Ratio(float(np.exp(base_value - new_value)), base_logs - new_logs, (len(base), len(new)), method)
+
+
+def location_ms(side: list[Timed]) -> float:
+    """A side's median: the geometric mean of its processes' medians (with one process, its median)."""
+    return float(np.exp(np.mean([np.log(np.median(p.samples)) for p in side])))
+
+
+def paired_replicates(
+    a: np.ndarray, b: np.ndarray, statistic, sizes: tuple[int, int], resamples: int, rng: np.random.Generator
+) -> tuple[np.ndarray, str]:
+    """Bootstrap replicates of statistic(a, b) within one process: block i of `a` with block i of `b` where
+    both hold whole blocks of `sizes` calls (at least two), else single samples, each side drawn apart."""
+    count = min(len(a) // sizes[0], len(b) // sizes[1]) if max(sizes) > 1 else 0
+    if count >= 2:
+        blocks_a = a[: count * sizes[0]].reshape(count, sizes[0])
+        blocks_b = b[: count * sizes[1]].reshape(count, sizes[1])
+        picks = rng.integers(0, count, size=(resamples, count))
+        values = statistic(blocks_a[picks].reshape(resamples, -1), blocks_b[picks].reshape(resamples, -1))
+        described = f"{sizes[0]}" if sizes[0] == sizes[1] else f"{sizes[0]} and {sizes[1]}"
+        return values, f"paired block bootstrap, {count} blocks of {described}"
+    values = statistic(a[rng.integers(0, len(a), (resamples, len(a)))], b[rng.integers(0, len(b), (resamples, len(b)))])
+    return values, "bootstrap of single samples"
+
+
+def _log_ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.log(np.median(a, axis=-1) / np.median(b, axis=-1))
+
+
+def _paired_replicates(a: Timed, b: Timed, resamples: int, rng: np.random.Generator) -> tuple[np.ndarray, str]:
+    return paired_replicates(a.samples, b.samples, _log_ratio, (a.block, b.block), resamples, rng)
+
+
+def _side(side: list[Timed], resamples: int, rng: np.random.Generator) -> tuple[float, np.ndarray, str]:
+    """One side's log median over its processes, with its replicates (two-level where it has several)."""
+    points, replicates, methods = [], [], []
+    for process in side:
+        x = process.samples
+        count = len(x) // process.block if process.block > 1 else 0
+        if count >= 2:
+            blocks = x[: count * process.block].reshape(count, process.block)
+            drawn = blocks[rng.integers(0, count, (resamples, count))].reshape(resamples, -1)
+            methods.append(f"block bootstrap, {count} blocks of {process.block}")
+        else:
+            drawn = x[rng.integers(0, len(x), (resamples, len(x)))]
+            methods.append("bootstrap of single samples")
+        points.append(np.log(np.median(x)))
+        replicates.append(np.log(np.median(drawn, axis=-1)))
+    value, logs = _two_level(points, replicates, rng)
+    return value, logs, _method(methods)
+
+
+def _two_level(points: list[float], replicates: list[np.ndarray], rng: np.random.Generator):
+    """The mean of the processes' values, with replicates that draw processes with replacement and, for each
+    process drawn, one of its own replicates; with one process, its own replicates."""
+    if len(points) == 1:
+        return points[0], replicates[0]
+    stacked = np.stack(replicates)
+    count, resamples = stacked.shape
+    picks = rng.integers(0, count, size=(resamples, count))
+    columns = rng.integers(0, resamples, size=(resamples, count))
+    return float(np.mean(points)), stacked[picks, columns].mean(axis=1)
+
+
+def _method(methods: list[str]) -> str:
+    return methods[0] if len(methods) == 1 else TWO_LEVEL
+
+
+def timed(result: dict, key: str = "latency_ms") -> list[Timed]:
+    """A result's samples of `key` process by process (`latency_ms`, the mode's; `eager_latency_ms`, eager's
+    beside it; `twin_latency_ms`, eager's twin in an eager result), each with its interleaved block length.
+    A result without `processes` is one process."""
+    side = "mode_block" if key == "latency_ms" else "eager_block"
+    processes = result.get("processes") or [{**result, **(result.get("noise") or {})}]
+    return [
+        Timed(np.asarray(p[key], dtype=float), int(((p.get("interleave") or {}).get(side)) or _fixed_block(result)))
+        for p in processes
+    ]
+
+
+def _fixed_block(result: dict) -> int:
+    return (result.get("measure") or {}).get("interleave_block") or 1
+
+
+def speedup(result: dict, *, seed: int = 0) -> Ratio:
+    """A mode's speedup over eager, interleaved in each of its processes."""
+    return paired(list(zip(timed(result, "eager_latency_ms"), timed(result))), **resampling(result, seed))
+
+
+def noise_floor(result: dict, *, seed: int = 0) -> Ratio:
+    """An eager result's ratio of eager against its twin: what the job would call a speedup where there is none."""
+    return paired(list(zip(timed(result, "twin_latency_ms"), timed(result))), **resampling(result, seed))
+
+
+def saving_ms(result: dict, *, seed: int = 0) -> tuple[float, list[float]]:
+    """What one call of the mode saves against eager (median eager less median mode, ms, averaged over processes),
+    with its 95% interval, resampled as `speedup` is."""
+    resamples = resampling(result, seed)["resamples"]
+    rng = np.random.default_rng(seed)
+    points, replicates = [], []
+    for a, b in zip(timed(result, "eager_latency_ms"), timed(result)):
+        points.append(float(np.median(a.samples) - np.median(b.samples)))
+        replicates.append(paired_replicates(a.samples, b.samples, _difference, (a.block, b.block), resamples, rng)[0])
+    value, values = _two_level(points, replicates, rng)
+    low, high = np.percentile(values, [2.5, 97.5])
+    return float(value), [float(low), float(high)]
+
+
+def _difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.median(a, axis=-1) - np.median(b, axis=-1)
+
+
+def resampling(result: dict, seed: int) -> dict:
+    return {"resamples": (result.get("measure") or {}).get("bootstrap_resamples", 2000), "seed": seed}
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value))
+
 
 # A mode whose interleaved median is further than this from its median timed alone is flagged.
 STEADY_STATE_TOLERANCE = 0.05

@@ -8,13 +8,11 @@ import logging
 import random
 from itertools import accumulate
 
-import numpy as np
 import torch
 
-from . import comparisons, correctness, timing
-from .comparisons import Timed
-from .dynamo_counters import RECOMPILES_LOGGER
-from .models import Bundle, inputs_at
+from . import correctness, timing
+from .dynamo_counters import RECOMPILES_LOGGER, Messages
+from .models import BuiltModel, inputs_at
 
 log = logging.getLogger(__name__)
 
@@ -43,26 +41,12 @@ def mark_dynamic(inputs: tuple[torch.Tensor, ...], axes: list[str]) -> None:
                     torch._dynamo.mark_dynamic(tensor, dim)
 
 
-class _Messages(logging.Handler):
-    def __init__(self, needle: str | None = None):
-        super().__init__(logging.DEBUG)
-        self.needle, self.messages = needle, []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        if self.needle is not None and self.needle not in message:
-            return
-        # A recompile's message names the function, then each failed guard on a line of its own: keep the guards.
-        guards = [line.strip()[2:] for line in message.splitlines() if line.strip().startswith("- ")]
-        self.messages.append("; ".join(guards)[:300] if guards else message.splitlines()[0][:300])
-
-
 class CompileWatch:
     """What Dynamo did during each call: frames compiled, recompile reasons, seconds compiling, the limit hit."""
 
     def __enter__(self):
         torch._logging.set_logs(recompiles=True)
-        self.recompiles, self.limit = _Messages(), _Messages("hit config.")
+        self.recompiles, self.limit = Messages(guards=True), Messages("hit config.", guards=True)
         logging.getLogger(RECOMPILES_LOGGER).addHandler(self.recompiles)
         logging.getLogger(LIMIT_LOGGER).addHandler(self.limit)
         self.seen = len(torch._dynamo.utils.get_compilation_metrics())
@@ -91,16 +75,16 @@ class CompileWatch:
         }
 
 
-def measure(bundle: Bundle, exp: dict, call_mode, clock: timing.Clock) -> dict:
+def measure(model: BuiltModel, exp: dict, call_mode, clock: timing.Clock) -> dict:
     """The stream, eager and the mode in alternating passes (the mode's first compiles), per call and in total."""
     spec, device = exp["spec"], exp["device"]
     axis, values = shapes(spec["stream"])
     passes = spec["stream"].get("passes", DEFAULT_PASSES)
-    inputs = {v: inputs_at(bundle, exp["model"], {**spec, axis: v}, exp["seed"], device) for v in dict.fromkeys(values)}
+    inputs = {v: inputs_at(model, exp["model"], {**spec, axis: v}, exp["seed"], device) for v in dict.fromkeys(values)}
     if axes := exp["mode_settings"].get("mark_dynamic"):
         for args in inputs.values():
             mark_dynamic(args, axes)
-    eager = bundle.module
+    eager = model.module
     calls, eager_ms, mode_ms, limit_call = [], [], [], None
     compiled_values: set[int] = set()
     with CompileWatch() as watch:
@@ -133,7 +117,7 @@ def measure(bundle: Bundle, exp: dict, call_mode, clock: timing.Clock) -> dict:
                             )
     eager_totals = [sum(ms for p, _, ms in eager_ms if p == k) / 1e3 for k in range(passes)]
     mode_totals = [sum(ms for p, _, ms in mode_ms if p == k) / 1e3 for k in range(passes)]
-    per_value = _per_value(values, eager_ms, mode_ms, exp["measure"]["bootstrap_resamples"], exp["seed"])
+    per_value = _per_value(values, eager_ms, mode_ms)
     for value, row in per_value.items():
         args = inputs[value]
         check = correctness.compare(eager(*args), call_mode(*args), spec["dtype"])
@@ -168,17 +152,13 @@ def measure(bundle: Bundle, exp: dict, call_mode, clock: timing.Clock) -> dict:
     }
 
 
-def _per_value(values, eager_ms, mode_ms, resamples: int, seed: int) -> dict[int, dict]:
-    """Per distinct value, once compiled (the passes after the first): eager's median over the mode's, with a
-    bootstrap interval over the calls at that value."""
+def _per_value(values, eager_ms, mode_ms) -> dict[int, dict]:
+    """Per distinct value, once compiled (the passes after the first): the calls' latencies of both sides at that
+    value, from which `summaries` draws the speedup at it."""
     rows = {}
-    for n, value in enumerate(dict.fromkeys(values)):
+    for value in dict.fromkeys(values):
         at = {i for i, v in enumerate(values) if v == value}
         base = [ms for p, i, ms in eager_ms if p > 0 and i in at]
         mine = [ms for p, i, ms in mode_ms if p > 0 and i in at]
-        ratio = comparisons.unpaired(
-            [Timed(np.asarray(base))], [Timed(np.asarray(mine))], resamples=resamples, seed=seed + n
-        )
-        low, high = ratio.ci95
-        rows[value] = {"value": value, "calls": len(mine), "speedup": ratio.value, "ci95": [low, high]}
+        rows[value] = {"value": value, "calls": len(mine), "eager_ms": base, "mode_ms": mine}
     return rows

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import psutil
 
+from .records import Request
+
 
 def death(returncode: int) -> str:
     """How a child that wrote nothing ended, in words."""
@@ -35,9 +37,9 @@ _children: set[int] = set()
 
 
 def supervised(
-    request: dict, timeout_s: float | None, python: str = sys.executable, env: dict[str, str] | None = None
+    request: Request, timeout_s: float | None, python: str = sys.executable, env: dict[str, str] | None = None
 ) -> int | None:
-    """Run one request of `compilebench.jobs` under interpreter `python` (a platform's own, or this one), in a child
+    """Run one request of `compilebench.worker` under interpreter `python` (a platform's own, or this one), in a child
     process that leads its own process group; its exit code, or None when it ran past `timeout_s`. Either way,
     nothing the child started outlives this call. `env`: variables set for the child alone."""
     package_root = str(Path(__file__).resolve().parents[1])
@@ -48,12 +50,12 @@ def supervised(
         **(env or {}),
     }
     child = subprocess.Popen(
-        [python, "-m", "compilebench.jobs"], stdin=subprocess.PIPE, env=child_env, start_new_session=True
+        [python, "-m", "compilebench.worker"], stdin=subprocess.PIPE, env=child_env, start_new_session=True
     )
     _children.add(child.pid)
     previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
-        child.stdin.write(json.dumps(request).encode())
+        child.stdin.write(json.dumps(request.to_json()).encode())
         child.stdin.close()
         return child.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
