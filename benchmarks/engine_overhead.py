@@ -20,10 +20,11 @@ import torch.utils.benchmark as benchmark
 
 from compilebench import config as configuration
 from compilebench import runner, summaries, timing
+from compilebench.experiment import Experiment
 from compilebench.models import build
 
 
-def engine_median_ms(exp: dict) -> float:
+def engine_median_ms(exp: Experiment) -> float:
     result = summaries.combine(exp, [runner.run(exp)])
     assert result["status"] == "ok", result["error"]
     return result["stats"]["median_ms"]
@@ -46,7 +47,7 @@ def main() -> None:
         "measure": {"warmup": 10, "iterations": 50, "min_time_s": 2.0, "private_cache": False},
     }
     exp = configuration.experiment(configuration.validate(raw), "resnet18", "eager", "cpu")
-    bundle = build("resnet18", exp["spec"], exp["seed"], "cpu")
+    bundle = build("resnet18", exp.spec, exp.seed, "cpu")
     model, inputs = bundle.module, bundle.inputs
 
     def resnet_call():

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from compilebench import config as configuration
 from compilebench.cli import benchmark_job
+from compilebench.experiment import Experiment
 from compilebench.jobs import apply_hardware
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,10 +41,12 @@ PLAIN_SECONDS = 3.0  # each side of a plain measurement runs at least this long,
 
 
 def plain_measurement(exp: dict) -> dict:
-    """Eager alone, then the mode alone, in this process, as a 20-line script would time them."""
+    """Eager alone, then the mode alone, in this process, as a 20-line script would time them: from the
+    experiment's JSON form, with compilebench's model builder and nothing else of it."""
     apply_hardware(exp["hardware_env"], exp["threads"])
     import torch
 
+    from compilebench.experiment import ModelSpec
     from compilebench.models import build
 
     settings = exp["mode_settings"]
@@ -53,7 +56,7 @@ def plain_measurement(exp: dict) -> dict:
         for parent in parents:
             target = getattr(target, parent)
         setattr(target, leaf, value)
-    bundle = build(exp["model"], exp["spec"], exp["seed"], exp["device"])
+    bundle = build(exp["model"], ModelSpec.from_json(exp["spec"]), exp["seed"], exp["device"])
     model, inputs = bundle.module, bundle.inputs
     with torch.no_grad():
         eager_ms = _median_ms(lambda: model(*inputs), exp["measure"]["warmup"])
@@ -93,12 +96,12 @@ def _median_ms(fn, warmup: int) -> float:
     return statistics.median(times)
 
 
-def compilebench_measurement(exp: dict, folder: Path) -> dict:
+def compilebench_measurement(exp: Experiment, folder: Path) -> dict:
     """One benchmark job of the experiment, as the pipeline runs it (a fresh measuring process)."""
-    out = folder / f"{exp['model']}-{exp['mode']}.json"
+    out = folder / f"{exp.model}-{exp.mode}.json"
     result = benchmark_job(exp, out)
     if result["status"] != "ok":
-        raise RuntimeError(f"{exp['model']}/{exp['mode']}: {result['status']}: {result['error']}")
+        raise RuntimeError(f"{exp.model}/{exp.mode}: {result['status']}: {result['error']}")
     steady = result["steady_state"]
     return {
         "eager_ms": result["speedup"]["eager_median_ms"],
@@ -109,25 +112,24 @@ def compilebench_measurement(exp: dict, folder: Path) -> dict:
     }
 
 
-def in_fresh_process(exp: dict) -> dict:
+def in_fresh_process(exp: Experiment) -> dict:
     done = subprocess.run(
-        [sys.executable, __file__, "--plain"], input=json.dumps(exp), capture_output=True, text=True, check=False
+        [sys.executable, __file__, "--plain"], input=json.dumps(exp.to_json()), capture_output=True, text=True
     )
     if done.returncode != 0:
-        raise RuntimeError(f"the plain measurement of {exp['model']}/{exp['mode']} failed: {done.stderr[-2000:]}")
+        raise RuntimeError(f"the plain measurement of {exp.model}/{exp.mode} failed: {done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def selected(config: dict, hardware: str, only: list[str] | None, modes: list[str] | None) -> list[dict]:
+def selected(config: dict, hardware: str, only: list[str] | None, modes: list[str] | None) -> list[Experiment]:
     names = only or [m for m in config["models"] if m.split(".")[0] in DEFAULT_MODELS]
     experiments = []
     for model in names:
         for mode in modes or configuration.model_modes(config, model):
             exp = configuration.experiment(config, model, mode, hardware)
-            if mode == "eager" or exp["spec"].get("task") == "text-generation":
+            if mode == "eager" or exp.spec.task == "text-generation":
                 continue
-            exp["measure"].update(warm_start=False, bundle_start=False)
-            experiments.append(exp)
+            experiments.append(exp.replace(measure=exp.measure.replace(warm_start=False, bundle_start=False)))
     return experiments
 
 
@@ -152,7 +154,7 @@ def main() -> None:
                 ours.append(compilebench_measurement(exp, Path(tmp)))
                 plain.append(in_fresh_process(exp))
             row = {
-                "experiment": f"{exp['model']}/{exp['mode']}",
+                "experiment": f"{exp.model}/{exp.mode}",
                 "ours_ms": statistics.median(r["mode_ms"] for r in ours),
                 "plain_ms": statistics.median(r["mode_ms"] for r in plain),
                 "ours_speedup": statistics.median(r["speedup"] for r in ours),

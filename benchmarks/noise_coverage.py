@@ -20,26 +20,27 @@ import numpy as np
 
 from compilebench import config as configuration
 from compilebench import runner, stats, timing
+from compilebench.experiment import Experiment
 from compilebench.jobs import apply_hardware
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def aa_intervals(exp: dict, repeats: int) -> list[dict]:
+def aa_intervals(exp: Experiment, repeats: int) -> list[dict]:
     """`repeats` A/A measurements of one eager experiment, each with both intervals: the measuring process's own
     phases (build, prepare, warm-up and block plan), then its interleaved timing again and again."""
-    settings = exp["measure"]
-    loop = {k: settings[k] for k in ("iterations", "min_time_s", "max_iterations")}
+    settings = exp.measure
+    loop = {k: getattr(settings, k) for k in ("iterations", "min_time_s", "max_iterations")}
     rows = []
     with runner.measuring_process(exp) as process:
         prepared = runner.prepare(process)
         plan = runner.warm_up(process, prepared).blocks
         for repeat in range(repeats):
             twin_ms, eager_ms, _ = timing.interleaved(prepared.eager, prepared.call, process.clock, plan=plan, **loop)
-            row = {"model": exp["model"], "n": len(eager_ms)}
+            row = {"model": exp.model, "n": len(eager_ms)}
             for name, blocks in (("single", (1, 1)), ("block", (plan.eager, plan.mode))):
                 pair = (stats.Timed(np.asarray(twin_ms), blocks[0]), stats.Timed(np.asarray(eager_ms), blocks[1]))
-                ratio = stats.paired([pair], resamples=settings["bootstrap_resamples"], seed=repeat)
+                ratio = stats.paired([pair], resamples=settings.bootstrap_resamples, seed=repeat)
                 low, high = ratio.ci95
                 row.update({f"{name}_covers": low <= 1.0 <= high, f"{name}_width": high - low, "ratio": ratio.value})
             rows.append(row)
@@ -60,8 +61,8 @@ def main() -> None:
             continue
         exp = configuration.experiment(config, model, "eager", args.hardware)
         if args.min_time_s is not None:
-            exp["measure"]["min_time_s"] = args.min_time_s
-        apply_hardware(exp["hardware_env"], exp["threads"])
+            exp = exp.replace(measure=exp.measure.replace(min_time_s=args.min_time_s))
+        apply_hardware(exp.hardware_env, exp.threads)
         found = aa_intervals(exp, args.repeats)
         rows += found
         print(

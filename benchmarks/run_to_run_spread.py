@@ -83,8 +83,8 @@ def timer_median(config: dict, key: Key) -> float | None:
     first call and warm-up, over at least the job's minimum time. None where the mode cannot apply."""
     hardware, model, mode = key
     exp = configuration.experiment(config, model, mode, hardware)
-    apply_hardware(exp["hardware_env"], exp["threads"])
-    settings = exp["measure"]
+    apply_hardware(exp.hardware_env, exp.threads)
+    settings = exp.measure
     with runner.private_compile_cache(), runner.measuring_process(exp) as process:
         try:
             call = runner.prepare(process).call
@@ -92,11 +92,11 @@ def timer_median(config: dict, key: Key) -> float | None:
         except Unsupported:
             return None
         clock = process.clock
-        warm_up(call, clock, settings["warmup"])
+        warm_up(call, clock, settings.warmup)
         timer = benchmark.Timer(
             stmt="call(); sync()", globals={"call": call, "sync": clock.sync}, num_threads=torch.get_num_threads()
         )
-        return timer.blocked_autorange(min_run_time=max(settings["min_time_s"], 0.2)).median * 1e3
+        return timer.blocked_autorange(min_run_time=max(settings.min_time_s, 0.2)).median * 1e3
 
 
 def spread(a: float | None, b: float | None) -> float | None:

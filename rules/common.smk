@@ -106,17 +106,13 @@ def get_compile_trace_reports(wildcards=None):
     return [
         layout.COMPILE_TRACE_REPORT.format(hardware=h, model=m, mode=mode)
         for h, m, mode in benchmark_jobs()
-        if (exp := configuration.experiment(config, m, mode, h))["measure"].get(
-            "compile_trace"
-        )
-        and exp["mode_settings"]["kind"] in modes.COMPILING_KINDS
+        if (exp := configuration.experiment(config, m, mode, h)).measure.compile_trace
+        and exp.mode_settings.kind in modes.COMPILING_KINDS
     ]
 
 
 def processes_wanted(hardware, model, mode):
-    return configuration.experiment(config, model, mode, hardware)["measure"][
-        "processes"
-    ]
+    return configuration.experiment(config, model, mode, hardware).measure.processes
 
 
 # Jobs run in rounds (rules/benchmark.smk): every job that prepares a measurement first, then
@@ -151,9 +147,9 @@ def get_process_records(wildcards):
 def get_run_identities(wildcards):
     """What each result must carry to stand for its experiment: the runs table refuses any other."""
     return {
-        layout.RUN.format(hardware=h, model=m, mode=mode): records.identity(
-            configuration.experiment(config, m, mode, h)
-        )
+        layout.RUN.format(hardware=h, model=m, mode=mode): configuration.experiment(
+            config, m, mode, h
+        ).identity()
         for h, m, mode in benchmark_jobs()
     }
 
@@ -293,9 +289,10 @@ def get_paper_inputs(wildcards):
 
 
 def get_experiment(wildcards):
+    """The experiment in its JSON form: a job's param, compared as text, and read back typed by its script."""
     return configuration.experiment(
         config, wildcards.model, wildcards.mode, wildcards.hardware
-    )
+    ).to_json()
 
 
 def get_mode_check_settings(wildcards):
@@ -316,7 +313,7 @@ def get_mode_check(wildcards):
 def get_reference_experiment(wildcards):
     return configuration.reference_experiment(
         config, wildcards.model, wildcards.hardware
-    )
+    ).to_json()
 
 
 def get_hardware_settings(wildcards):

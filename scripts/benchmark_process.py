@@ -4,12 +4,13 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
+from compilebench.experiment import Experiment
 from compilebench.joblog import logging_to
 from compilebench.jobs import process_job
 
 with logging_to(snakemake.log[0]):
     process_job(
-        snakemake.params.experiment,
+        Experiment.from_json(snakemake.params.experiment),
         snakemake.output.record,
         snakemake.params.process,
         snakemake.input.get("caches", snakemake.output.get("caches")),

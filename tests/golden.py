@@ -14,7 +14,6 @@ import yaml
 from helpers import ASSETS_MIRROR, ROOT, TINY_MODELS, tiny_config, tiny_workflow_config
 
 from compilebench import config as configuration
-from compilebench.records import experiment_digest
 
 GOLDEN = Path(__file__).with_name("golden_digests.json")
 SHIPPED = [
@@ -69,17 +68,18 @@ def configs() -> dict[str, dict]:
 
 def digests() -> dict[str, str]:
     """`CONFIG HARDWARE/MODEL/MODE` → experiment_sha256, and `CONFIG HARDWARE/MODEL reference` → the digest of the
-    reference experiment (a Snakemake param: a change there redoes the reference and all that follows)."""
+    reference experiment (a Snakemake param: a change there redoes the reference and all that follows). The file
+    was written by the compilebench before experiments were typed, from their plain dicts."""
     out = {}
     for name, raw in configs().items():
         config = configuration.validate(copy.deepcopy(raw))
         for hardware in config["hardware"]:
             for model in config["models"]:
                 reference = configuration.reference_experiment(config, model, hardware)
-                out[f"{name} {hardware}/{model} reference"] = experiment_digest(reference)
+                out[f"{name} {hardware}/{model} reference"] = reference.digest()
                 for mode in configuration.model_modes(config, model):
                     exp = configuration.experiment(config, model, mode, hardware)
-                    out[f"{name} {hardware}/{model}/{mode}"] = experiment_digest(exp)
+                    out[f"{name} {hardware}/{model}/{mode}"] = exp.digest()
     return out
 
 

@@ -7,10 +7,19 @@ from pathlib import Path
 import numpy as np
 
 from compilebench.comparisons import Timed, paired
+from compilebench.config import MEASURE_DEFAULTS
+from compilebench.experiment import Experiment
 from compilebench.modes import BUILTIN_MODES, settings
-from compilebench.records import Experiment, Result, result_header
+from compilebench.records import Result, result_header
 from compilebench.results import write_json
 from compilebench.stats import steady_state, summarize
+
+
+def typed(exp: dict) -> Experiment:
+    """An experiment from the few settings a synthetic result names, the rest as a config's defaults give them."""
+    model = {"source": "torchvision", "arch": "resnet18", "weights": "random", "image_size": 224, "seq_len": 32}
+    spec = {**model, "new_tokens": 16, "jit": "trace", **exp["spec"]}
+    return Experiment.from_json({**exp, "spec": spec, "measure": {**MEASURE_DEFAULTS, **exp["measure"]}})
 
 
 def speedup(eager: list[float], mode: list[float], resamples: int = 200) -> dict:
@@ -41,7 +50,7 @@ def synthetic_results(folder: Path, hardware=("cpu", "cpu-fast")) -> list[Path]:
             eager = list(rng.normal(base * (1 + h), 0.5, 30))
             for mode, gain in MODES.items():
                 path = folder / "runs" / hw / model / f"{mode}.json"
-                exp: Experiment = {
+                exp = {
                     "model": model,
                     "mode": mode,
                     "mode_settings": settings(BUILTIN_MODES[mode]),
@@ -53,11 +62,11 @@ def synthetic_results(folder: Path, hardware=("cpu", "cpu-fast")) -> list[Path]:
                     "hardware_env": {},
                     "threads": 2,
                 }
-                record: Result = result_header(exp, started_at=f"2026-01-01T00:{len(paths):02d}:00+00:00")
+                record: Result = result_header(typed(exp), started_at=f"2026-01-01T00:{len(paths):02d}:00+00:00")
                 record["finished_at"] = f"2026-01-01T00:{len(paths):02d}:30+00:00"
                 if model == "llama" and mode == "jit":
                     message = "TorchScript cannot capture generation"
-                    record.update(result_header(exp, "unsupported", message, started_at=record["started_at"]))
+                    record.update(result_header(typed(exp), "unsupported", message, started_at=record["started_at"]))
                 else:
                     samples = list(rng.normal(base * (1 + h) / gain, 0.3, 30))
                     record.update(
@@ -143,7 +152,7 @@ def synthetic_sweep(folder: Path, batches=(1, 4, 16)) -> list[Path]:
         point = f"net.bs{batch}"
         eager = list(rng.normal(10.0 * batch, 0.05 * batch, 40))
         for mode, mode_gain in (("eager", 1.0), ("compile-default", gain)):
-            exp: Experiment = {
+            exp = {
                 "model": point,
                 "mode": mode,
                 "mode_settings": settings(BUILTIN_MODES[mode]),
@@ -157,7 +166,7 @@ def synthetic_sweep(folder: Path, batches=(1, 4, 16)) -> list[Path]:
                 "threads": 2,
             }  # fmt: skip
             samples = list(rng.normal(10.0 * batch / mode_gain, 0.05 * batch, 40))
-            record: Result = {**result_header(exp), "finished_at": "2026-01-01T00:00:30+00:00"}
+            record: Result = {**result_header(typed(exp)), "finished_at": "2026-01-01T00:00:30+00:00"}
             record.update(
                 compile_s=1.0, latency_ms=samples, stats=summarize(samples, resamples=200),
                 throughput={"samples_per_s": batch * 1e3 / np.median(samples)},

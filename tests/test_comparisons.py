@@ -285,7 +285,9 @@ def process_record(first_call_s: float, level: float, rng) -> dict:
 
 def test_an_experiment_in_three_processes_keeps_each_and_pools_them_with_two_level_intervals():
     rng = np.random.default_rng(7)
-    exp = {"seed": 0, "mode_settings": {"kind": "compile"}, "measure": {"processes": 3}}
+    raw = tiny_config({"resnet": TINY_MODELS["resnet"]}, modes=["compile-default"])
+    raw["measure"]["processes"] = 3
+    exp = configuration.experiment(configuration.validate(raw), "resnet", "compile-default", "cpu")
     records = [process_record(30.0, 1.0, rng), process_record(2.0, 1.1, rng), process_record(3.0, 0.9, rng)]
     combined = summaries.combine(exp, records, [])
     assert [p["first_call_s"] for p in combined["processes"]] == [30.0, 2.0, 3.0]

@@ -36,8 +36,8 @@ def test_model_measure_overrides_global():
 def test_experiment_holds_only_its_own_settings():
     config = configuration.validate(tiny_config())
     exp = configuration.experiment(config, "resnet", "jit", "cpu")
-    assert exp["spec"]["arch"] == "resnet18" and exp["mode"] == "jit"
-    assert "vit" not in str(exp)
+    assert exp.spec.arch == "resnet18" and exp.mode == "jit"
+    assert "vit" not in str(exp.to_json())
 
 
 @pytest.mark.parametrize(
@@ -118,8 +118,8 @@ def test_a_sweep_expands_into_one_named_experiment_per_point():
     config = configuration.validate(tiny_config({"resnet": swept, "vit": TINY_MODELS["vit"]}))
     assert list(config["models"]) == ["resnet.bs1.fp32", "resnet.bs1.bf16", "resnet.bs8.fp32", "resnet.bs8.bf16", "vit"]
     exp = configuration.experiment(config, "resnet.bs8.bf16", "eager", "cpu")
-    assert (exp["spec"]["batch_size"], exp["spec"]["dtype"]) == (8, "bfloat16")
-    assert exp["spec"]["swept"] == {"batch_size": 8, "dtype": "bfloat16"} and exp["spec"]["sweep_of"] == "resnet"
+    assert (exp.spec.batch_size, exp.spec.dtype) == (8, "bfloat16")
+    assert exp.spec.swept == {"batch_size": 8, "dtype": "bfloat16"} and exp.spec.sweep_of == "resnet"
     assert configuration.validate(config)["models"] == config["models"]  # validating again changes nothing
 
 
@@ -139,7 +139,7 @@ def test_sweep_points_share_their_models_pretrained_weights():
     config = configuration.validate(tiny_config({"resnet": swept}))
     assert {configuration.weights_name(config, m) for m in config["models"]} == {"resnet"}
     exp = configuration.experiment(config, "resnet.img64", "eager", "cpu")
-    assert exp["spec"]["weights"] == "resources/weights/resnet" and exp["spec"]["image_size"] == 64
+    assert exp.spec.weights == "resources/weights/resnet" and exp.spec.image_size == 64
 
 
 def test_a_sweep_point_that_collides_with_a_model_name_is_refused():

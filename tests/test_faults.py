@@ -45,7 +45,7 @@ def test_a_child_that_dies_before_writing_leaves_a_failed_result(tmp_path):
 
 def test_a_failure_inside_the_child_is_its_result(tmp_path):
     exp = experiment("resnet", "eager")
-    exp["spec"]["config"] = {"num_classes": -1}  # building the model raises inside the child
+    exp = exp.replace(spec=exp.spec.replace(config={"num_classes": -1}))  # building the model raises in the child
     result = cli.benchmark_job(exp, tmp_path / "r.json")
     assert result["status"] == "failed"
     assert "negative dimension" in result["error"]["message"] and result["error"]["traceback"]
@@ -74,11 +74,9 @@ HUGE_LLAMA = {
 def test_a_model_too_big_for_the_device_fails_its_reference_and_each_benchmark_names_it(tmp_path):
     """The size is estimated on the meta device: nothing is allocated, and the failure is data, not a killed job."""
     exp = experiment("llama", "eager")
-    exp["spec"]["config"] = {**exp["spec"]["config"], **HUGE_LLAMA}
+    exp = exp.replace(spec=exp.spec.replace(config={**exp.spec.config, **HUGE_LLAMA}))
     reference = tmp_path / "ref.pt"
-    error = jobs.reference_job(
-        {k: v for k, v in exp.items() if k not in ("mode", "mode_settings", "measure")}, reference
-    )
+    error = jobs.reference_job(exp.reference(), reference)
     assert "`models.llama`" in error["message"] and "need about 293 GiB" in error["message"]
     assert f"the device (cpu) has {psutil.virtual_memory().total / 2**30:.0f} GiB" in error["message"]
     result = cli.benchmark_job(exp, tmp_path / "r.json", reference)

@@ -46,7 +46,9 @@ def test_environment_names_the_gpu_and_runtime():
 
 def test_profile_ranks_operators_by_device_time(tmp_path):
     exp = gpu_experiment("resnet", "compile-default", dtype="bfloat16")
-    exp["measure"].update(profile=True, profile_iterations=2, trace=str(tmp_path / "trace.json"))
+    exp = exp.replace(
+        measure=exp.measure.replace(profile=True, profile_iterations=2, trace=str(tmp_path / "trace.json"))
+    )
     result = measured(exp)
     assert result["status"] == "ok", result["error"]
     assert result["profile"]["time_basis"] == "device" and result["profile"]["top_ops"]

@@ -129,18 +129,19 @@ def test_measuring_jobs_run_exactly_within_their_derived_code(tmp_path):
     config = configuration.validate(tiny_config({"resnet": TINY_MODELS["resnet"]}))
     specs = {
         "entry": config["hardware"]["cpu"],
-        "reference": configuration.reference_experiment(config, "resnet", "cpu"),
-        "benchmark": configuration.experiment(config, "resnet", "eager", "cpu"),
+        "reference": configuration.reference_experiment(config, "resnet", "cpu").to_json(),
+        "benchmark": configuration.experiment(config, "resnet", "eager", "cpu").to_json(),
     }
     code = f"""
 import json, sys
 spec = json.loads({json.dumps(specs)!r})
 from compilebench import jobs, runner, worker
+from compilebench.experiment import Experiment
 from compilebench.records import EnvironmentRequest
 jobs.environment_job("cpu", spec["entry"], {str(tmp_path / "env.json")!r}, check=False)
 worker.environment(EnvironmentRequest({str(tmp_path / "env.json")!r}, "cpu", spec["entry"]))  # its worker's side
-jobs.reference_job(spec["reference"], {str(tmp_path / "ref.pt")!r})
-assert runner.run(spec["benchmark"])["status"] == "ok"
+jobs.reference_job(Experiment.from_json(spec["reference"]), {str(tmp_path / "ref.pt")!r})
+assert runner.run(Experiment.from_json(spec["benchmark"]))["status"] == "ok"
 print(json.dumps(sorted(m.split(".")[1] for m in sys.modules if m.startswith("compilebench."))))
 """
     loaded = set(json.loads(fresh_python(code).strip().splitlines()[-1]))

@@ -12,7 +12,14 @@ from helpers import TINY_MODELS, measured, tiny_config
 from compilebench import config as configuration
 from compilebench import wrappers
 from compilebench.errors import ConfigError, UserError
-from compilebench.modes import settings
+from compilebench.experiment import ModeSettings
+from compilebench.modes import settings as resolved_settings
+
+
+def settings(definition: dict) -> ModeSettings:
+    """A definition resolved as a mode runs it, typed."""
+    return ModeSettings.from_json(resolved_settings(definition))
+
 
 DEFINED = {
     "compile-freezing": {"kind": "compile", "compile": {"options": {"freezing": True}}},
@@ -66,7 +73,7 @@ def test_freezing_takes_effect_in_what_inductor_produces():
 @pytest.mark.slow
 def test_a_defined_freezing_mode_records_its_setting_and_its_effect():
     exp = experiment("compile-freezing")
-    exp["measure"]["private_cache"] = True  # a cold compile: inductor generates its code in this run
+    exp = exp.replace(measure=exp.measure.replace(private_cache=True))  # a cold compile: inductor generates its code
     result = measured(exp)
     assert result["status"] == "ok", result["error"]
     assert result["mode_settings"] == {
@@ -110,7 +117,7 @@ def test_jit_settings_reach_torchscript():
     exp = experiment("script-unfrozen")
     module = torch.nn.Sequential(torch.nn.Linear(4, 4)).eval()
     scripted, steps = wrappers.wrap(
-        module, exp["mode_settings"], (torch.randn(1, 4),), device="cpu", dtype="float32", workdir="."
+        module, exp.mode_settings, (torch.randn(1, 4),), device="cpu", dtype="float32", workdir="."
     )
     assert isinstance(scripted, torch.jit.ScriptModule) and steps["script_s"] > 0
     assert len(list(scripted.parameters())) == 2  # not frozen: the weights are still parameters

@@ -15,6 +15,7 @@ from helpers import ROOT, TINY_MODELS, measured, tiny_config
 from compilebench import config as configuration
 from compilebench import modes, quantization
 from compilebench.errors import ConfigError
+from compilebench.experiment import Quantize
 from compilebench.results import read_json
 
 VERDICTS = {"faster", "slower", "same", "unclear"}
@@ -34,9 +35,12 @@ def validated(models: dict, mode_names: list[str], **overrides) -> dict:
     return configuration.validate(raw)
 
 
+INT8 = Quantize(method="int8_weight_only", min_cosine=modes.QUANTIZE_MIN_COSINE)
+
+
 def test_a_quantized_copy_holds_torchao_tensors_and_leaves_the_model_float():
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)).eval()
-    copy, record = quantization.quantized_copy(model, {"method": "int8_weight_only"}, "mode_definitions.x.quantize")
+    copy, record = quantization.quantized_copy(model, INT8, "mode_definitions.x.quantize")
     assert isinstance(copy[0].weight, torchao.utils.TorchAOBaseTensor)  # by type, not by name
     assert isinstance(copy[2].weight, torchao.utils.TorchAOBaseTensor)
     assert type(model[0].weight.data) is torch.Tensor and model[0].weight.dtype == torch.float32

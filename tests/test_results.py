@@ -54,11 +54,11 @@ def test_a_result_carries_the_identity_of_its_experiment():
     from helpers import tiny_config
 
     from compilebench import config as configuration
-    from compilebench.records import identity, result_header
+    from compilebench.records import result_header
 
     config = configuration.validate(tiny_config())
     exp = configuration.experiment(config, "resnet", "jit", "cpu")
     header = result_header(exp, "failed", "boom")
-    assert {k: header[k] for k in identity(exp)} == identity(exp)
+    assert {k: header[k] for k in exp.identity()} == exp.identity()
     other = configuration.experiment(config, "resnet", "compile-default", "cpu")
-    assert identity(other)["experiment_sha256"] != identity(exp)["experiment_sha256"]
+    assert other.identity()["experiment_sha256"] != exp.identity()["experiment_sha256"]

@@ -24,6 +24,7 @@ from helpers import (
 from compilebench import cli, figures, jobs, paper, streams, tables
 from compilebench import config as configuration
 from compilebench.errors import ConfigError
+from compilebench.experiment import Stream
 from compilebench.layout import FIGURE_TABLES
 from compilebench.registry import table_names
 from compilebench.results import write_json
@@ -126,10 +127,10 @@ def test_the_experiment_file_plans_one_stream_experiment_per_model_and_mode(tmp_
 
 
 def test_random_streams_are_seeded_and_lists_repeat_in_order():
-    assert streams.shapes({"batch_size": [1, 4, 2], "repeat": 2}) == ("batch_size", [1, 4, 2, 1, 4, 2])
-    axis, drawn = streams.shapes({"seq_len": {"low": 4, "high": 9}, "calls": 50, "seed": 3})
+    assert streams.shapes(Stream(batch_size=[1, 4, 2], repeat=2)) == ("batch_size", [1, 4, 2, 1, 4, 2])
+    axis, drawn = streams.shapes(Stream(seq_len={"low": 4, "high": 9}, calls=50, seed=3))
     assert axis == "seq_len" and len(drawn) == 50 and set(drawn) <= set(range(4, 10)) and len(set(drawn)) > 3
-    assert streams.shapes({"seq_len": {"low": 4, "high": 9}, "calls": 50, "seed": 3})[1] == drawn
+    assert streams.shapes(Stream(seq_len={"low": 4, "high": 9}, calls=50, seed=3))[1] == drawn
 
 
 @pytest.mark.parametrize(

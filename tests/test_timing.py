@@ -1,6 +1,8 @@
 import time
 
 from compilebench import timing
+from compilebench.config import MEASURE_DEFAULTS
+from compilebench.experiment import Measure
 
 
 def test_loop_needs_both_count_and_time():
@@ -30,12 +32,16 @@ def test_interleaving_alternates_blocks_and_discards_each_blocks_first_calls():
 
 
 def test_blocks_are_sized_by_time_per_side_and_need_enough_of_them():
-    measure = {"interleave_block": None, "interleave_block_s": 0.2, "block_warmup": 3, "min_blocks": 10}
-    plan = timing.plan_blocks({**measure, "max_iterations": 1000}, eager_ms=[10.0, 11.0, 10.0], mode_ms=[5.0])
+    defaults = {**MEASURE_DEFAULTS, "interleave_block": None, "interleave_block_s": 0.2, "block_warmup": 3}
+
+    def measure(**settings) -> Measure:
+        return Measure.from_json({**defaults, "min_blocks": 10, **settings})
+
+    plan = timing.plan_blocks(measure(max_iterations=1000), eager_ms=[10.0, 11.0, 10.0], mode_ms=[5.0])
     assert (plan.eager, plan.mode, plan.warmup) == (20, 40, 3)
-    capped = timing.plan_blocks({**measure, "max_iterations": 100}, eager_ms=[0.01], mode_ms=[0.01])
+    capped = timing.plan_blocks(measure(max_iterations=100), eager_ms=[0.01], mode_ms=[0.01])
     assert capped.eager == capped.mode == 10  # ten blocks still fit under max_iterations
-    fixed = timing.plan_blocks({**measure, "interleave_block": 5, "max_iterations": 1000}, [10.0], [5.0])
+    fixed = timing.plan_blocks(measure(interleave_block=5, max_iterations=1000), [10.0], [5.0])
     assert (fixed.eager, fixed.mode) == (5, 5)
     calls = []
     eager, mode, blocks = timing.interleaved(

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from . import comparisons, jobs, summaries
 from . import config as configuration
+from .experiment import Experiment
 from .joblog import log_to_stderr
-from .records import Experiment, Result
+from .records import Result
 from .tables import write_csv
 
 
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             exp = configuration.experiment(config, args.model, args.mode, args.hardware)
             if args.timeout_s:
-                exp["measure"]["timeout_s"] = args.timeout_s
+                exp = exp.replace(measure=exp.measure.replace(timeout_s=args.timeout_s))
             result = benchmark_job(exp, args.out, args.reference, args.env_record)
             error = f": {result['error']['message']}" if result["error"] else ""
             print(f"{args.hardware}/{args.model}/{args.mode}: {result['status']}{error}")
@@ -88,7 +89,7 @@ def benchmark_job(
     command line's way. The workflow runs each process as a job of its own (`jobs.process_job`), so that the rounds
     of all experiments interleave, and makes the result from their records afterwards (`summaries.result_job`)."""
     with tempfile.TemporaryDirectory(prefix="compilebench-processes-") as folder:
-        paths = [Path(folder) / f"{k}.json" for k in range(1, exp["measure"]["processes"] + 1)]
+        paths = [Path(folder) / f"{k}.json" for k in range(1, exp.measure.processes + 1)]
         caches = Path(folder) / "caches"
         for k, path in enumerate(paths, 1):
             jobs.process_job(exp, path, k, caches, reference=reference, env_record=env_record, first=paths[0])

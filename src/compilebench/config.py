@@ -19,6 +19,7 @@ import yaml
 
 from . import catalog, modes
 from .errors import ConfigError, UserError  # noqa: F401  (UserError: the base callers catch)
+from .experiment import Experiment, canonical
 from .layout import ASSETS_DIR, COMPILE_TRACE, TRACE, WEIGHTS_DIR
 from .records import SWEEP_KEYS
 from .results import run_result_paths
@@ -505,15 +506,6 @@ def load(path: str | Path) -> dict:
     return validate(read_yaml(path))
 
 
-def canonical(value: Any) -> Any:
-    """Dicts with sorted keys, all the way down: Snakemake compares params in order, and key order is not a change."""
-    if isinstance(value, dict):
-        return {k: canonical(value[k]) for k in sorted(value)}
-    if isinstance(value, list):
-        return [canonical(v) for v in value]
-    return value
-
-
 def measure_settings(config: dict, model: str) -> dict:
     """Measurement settings of one model: defaults, then global `measure`, then the model's own."""
     return {**MEASURE_DEFAULTS, **config["measure"], **config["models"][model].get("measure", {})}
@@ -585,14 +577,12 @@ def weights_entry(config: dict, name: str) -> dict:
     return next(entry for model, entry in config["models"].items() if weights_name(config, model) == name)
 
 
-def reference_experiment(config: dict, model: str, hardware: str) -> dict:
+def reference_experiment(config: dict, model: str, hardware: str) -> Experiment:
     """What the eager float32 reference depends on: the model, its input, the hardware; not the measurement."""
-    exp = experiment(config, model, "eager", hardware, any_mode=True)
-    del exp["measure"], exp["mode"], exp["mode_settings"]
-    return exp
+    return experiment(config, model, "eager", hardware, any_mode=True).reference()
 
 
-def experiment(config: dict, model: str, mode: str, hardware: str, *, any_mode: bool = False) -> dict:
+def experiment(config: dict, model: str, mode: str, hardware: str, *, any_mode: bool = False) -> Experiment:
     """Everything one benchmark job depends on, and nothing else.
 
     Asset names become their paths under resources/assets/, and pretrained
@@ -623,7 +613,7 @@ def experiment(config: dict, model: str, mode: str, hardware: str, *, any_mode: 
         measure["trace"] = TRACE.format(hardware=hardware, model=model, mode=mode)
     if measure.get("compile_trace"):
         measure["compile_trace_dir"] = COMPILE_TRACE.format(hardware=hardware, model=model, mode=mode)
-    return canonical(
+    return Experiment.from_json(
         {
             "model": model,
             "mode": mode,

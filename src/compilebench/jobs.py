@@ -23,11 +23,11 @@ from pathlib import Path
 
 from . import pyenv
 from .errors import UserError
+from .experiment import Experiment, ModeSettings
 from .layout import PYTHON_ENV_RECORD
 from .records import (
     EnvironmentRequest,
     ErrorInfo,
-    Experiment,
     MeasureRequest,
     ModeCheckRequest,
     ProcessRecord,
@@ -94,7 +94,7 @@ def mode_check_job(mode: str, settings: dict, entry: dict, out: str | Path) -> d
     die_with_snakemake()
     apply_hardware(entry.get("env", {}), entry.get("threads"))
     Path(out).unlink(missing_ok=True)
-    request = ModeCheckRequest(str(out), mode, settings)
+    request = ModeCheckRequest(str(out), mode, ModeSettings.from_json(settings))
     returncode = supervised(request, timeout_s=None, python=pyenv.interpreter(entry.get("python_env")))
     if returncode != 0 or not Path(out).exists():
         raise UserError(f"The check of mode `{mode}`: the checking process {death(returncode)}.")
@@ -152,13 +152,13 @@ def reference_job(exp: Experiment, out: str | Path, env_record: str | Path | Non
     """Save the eager float32 output of one model on one hardware, computed in a child process; when that
     fails (an exception, a crash, the OOM killer), save the failure instead, and return it."""
     die_with_snakemake()
-    apply_hardware(exp["hardware_env"], exp["threads"])
+    apply_hardware(exp.hardware_env, exp.threads)
     Path(out).unlink(missing_ok=True)
     upstream = failure_of(env_record)
     if upstream:
-        return _write_failure(out, _upstream_failed(f"the environment check of hardware `{exp['hardware']}`", upstream))
+        return _write_failure(out, _upstream_failed(f"the environment check of hardware `{exp.hardware}`", upstream))
     request = ReferenceRequest(str(out), exp)
-    returncode = supervised(request, timeout_s=None, python=pyenv.interpreter(exp.get("python_env")))
+    returncode = supervised(request, timeout_s=None, python=pyenv.interpreter(exp.python_env))
     if returncode != 0 or not Path(out).exists():
         return _write_failure(out, {"message": f"the reference process {death(returncode)}", "traceback": ""})
     return failure_of(out)
@@ -186,8 +186,8 @@ def process_job(
     before it starts.
     """
     die_with_snakemake()
-    apply_hardware(exp["hardware_env"], exp["threads"])
-    timeout_s = exp["measure"]["timeout_s"]
+    apply_hardware(exp.hardware_env, exp.threads)
+    timeout_s = exp.measure.timeout_s
     started_at = now()
     Path(out).unlink(missing_ok=True)  # what the parent reads afterwards is this run's, or nothing
     caches = Path(caches)
@@ -195,17 +195,17 @@ def process_job(
         shutil.rmtree(caches, ignore_errors=True)
         caches.mkdir(parents=True)  # the cold start's: empty
     upstream = [
-        (f"the environment check of hardware `{exp['hardware']}`", failure_of(env_record)),
-        (f"the eager reference of `{exp['model']}` on `{exp['hardware']}`", failure_of(reference)),
+        (f"the environment check of hardware `{exp.hardware}`", failure_of(env_record)),
+        (f"the eager reference of `{exp.model}` on `{exp.hardware}`", failure_of(reference)),
     ]
     if process > 1:
-        upstream.append((f"process 1 of {exp['measure']['processes']}", _not_ok(first)))
+        upstream.append((f"process 1 of {exp.measure.processes}", _not_ok(first)))
     for step, error in upstream:
         if error:
             return _write_stopped(exp, out, "failed", started_at, _upstream_failed(step, error)["message"])
     deadline = time.monotonic() + timeout_s
-    python = pyenv.interpreter(exp.get("python_env"))
-    private = exp["measure"]["private_cache"]
+    python = pyenv.interpreter(exp.python_env)
+    private = exp.measure.private_cache
     with tempfile.TemporaryDirectory(prefix="compilebench-job-") as scratch:
         scratch = Path(scratch)
         # Each process compiles in caches on the machine's own disk (results/ may be a cluster's shared file system):
@@ -223,7 +223,7 @@ def process_job(
             cache_artifacts=str(artifacts) if process == 1 and _artifacts_wanted(exp) else None,
             profile=process == 1,
         )
-        trace_dir = exp["measure"].get("compile_trace_dir") if process == 1 else None
+        trace_dir = exp.measure.compile_trace_dir if process == 1 else None
         trace_env = _compile_trace_env(trace_dir) if trace_dir else {}
         returncode = supervised(request, timeout_s, python=python, env={**cache_env, **trace_env})
         if returncode is None:
@@ -254,7 +254,7 @@ def _not_ok(record_path: str | Path | None) -> ErrorInfo | None:
 
 
 def _warm_starts_wanted(exp: Experiment) -> bool:
-    return exp["measure"]["warm_start"] and exp["mode_settings"]["kind"] == "compile"
+    return exp.measure.warm_start and exp.mode_settings.kind == "compile"
 
 
 def _cache_env(folder: Path) -> dict[str, str]:
@@ -263,7 +263,7 @@ def _cache_env(folder: Path) -> dict[str, str]:
 
 
 def _artifacts_wanted(exp: Experiment) -> bool:
-    return _warm_starts_wanted(exp) and exp["measure"]["bundle_start"]
+    return _warm_starts_wanted(exp) and exp.measure.bundle_start
 
 
 def _warm_starts(exp: Experiment, python: str, caches: dict, artifacts: Path, scratch: Path, deadline: float) -> dict:
@@ -272,13 +272,13 @@ def _warm_starts(exp: Experiment, python: str, caches: dict, artifacts: Path, sc
     portable cache artifacts alone (`compile_bundle_s`; null where torch has none). Each runs in the time
     `measure.timeout_s` leaves; one stopped or failed keeps the rest."""
     starts = {"warm": None, "bundle": None, "notes": []}
-    one_process = exp["measure"]["processes"] == 1
+    one_process = exp.measure.processes == 1
     plans = [("warm", caches, None)] if one_process else []
-    if not exp["measure"]["bundle_start"]:
+    if not exp.measure.bundle_start:
         starts["notes"].append("no start from the cache bundle: measure.bundle_start is false")
     elif artifacts.is_file():
         plans.append(("bundle", _cache_env(scratch / "bundle-caches"), str(artifacts)))
-    elif exp["mode_settings"].get("options", {}).get("freezing"):
+    elif getattr(exp.mode_settings, "options", {}).get("freezing"):
         starts["notes"].append(
             "no cache bundle: inductor does not cache a graph with frozen constants, so torch saved nothing to "
             "bundle, and the warm start compiles that graph again"

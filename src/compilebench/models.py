@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from .errors import UserError
+from .experiment import ModelSpec
 from .layout import WEIGHTS_DIR
 from .memory import PeakLiveBytes, device_total_bytes
 from .wrappers import DTYPES
@@ -61,44 +62,44 @@ class BuiltModel:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def build(name: str, spec: dict, seed: int, device: str) -> BuiltModel:
+def build(name: str, spec: ModelSpec, seed: int, device: str) -> BuiltModel:
     """Build the model named `name` from its config entry, on `device`, in eval mode."""
     check_fits(name, spec, device)
     torch.manual_seed(seed)  # seeds the CPU and every GPU
     # Random weights are initialised where they run: a 7B model on the CPU takes minutes and 28 GB.
-    with torch.device(device) if spec["weights"] == "random" else contextlib.nullcontext():
-        if spec["source"] == "torchvision":
+    with torch.device(device) if spec.weights == "random" else contextlib.nullcontext():
+        if spec.source == "torchvision":
             module = _torchvision_model(name, spec)
-            inputs = (_image_input(name, spec, spec.get("image_size", 224), seed),)
-            bundle = BuiltModel(name, spec["task"], module, inputs)
+            inputs = (_image_input(name, spec, spec.image_size, seed),)
+            bundle = BuiltModel(name, spec.task, module, inputs)
         else:
             hf_model, tokenizer = _transformers_model(name, spec)
             bundle = _transformers_bundle(name, spec, hf_model, tokenizer, seed)
-    weights_dtype = DTYPES.get(spec.get("weights_dtype"))
+    weights_dtype = DTYPES.get(spec.weights_dtype)
     bundle.module.eval().to(device=device, dtype=weights_dtype)
     if bundle.causal_lm is not None:
         bundle.causal_lm.eval().to(device=device, dtype=weights_dtype)
     bundle.inputs = tuple(_to(t, device, weights_dtype) for t in bundle.inputs)
-    if spec.get("labels"):
-        bundle.labels = Path(spec["labels"]).read_text().splitlines()
+    if spec.labels:
+        bundle.labels = Path(spec.labels).read_text().splitlines()
     return bundle
 
 
-def inputs_at(bundle: BuiltModel, name: str, spec: dict, seed: int, device: str) -> tuple[torch.Tensor, ...]:
+def inputs_at(bundle: BuiltModel, name: str, spec: ModelSpec, seed: int, device: str) -> tuple[torch.Tensor, ...]:
     """The bundle's inputs at another shape: `spec` with another batch_size, seq_len or image_size."""
-    if spec["source"] == "torchvision":
-        inputs = (_image_input(name, spec, spec.get("image_size", 224), seed),)
-    elif spec["task"] == "image-classification":
+    if spec.source == "torchvision":
+        inputs = (_image_input(name, spec, spec.image_size, seed),)
+    elif spec.task == "image-classification":
         inputs = (_image_input(name, spec, _image_side(bundle.module.model, spec), seed),)
     else:
         inputs = (_token_ids(name, spec, bundle.module.model.config, None, seed),)
-    return tuple(_to(t, device, DTYPES.get(spec.get("weights_dtype"))) for t in inputs)
+    return tuple(_to(t, device, DTYPES.get(spec.weights_dtype)) for t in inputs)
 
 
 GIB = 2**30
 
 
-def check_fits(name: str, spec: dict, device: str) -> None:
+def check_fits(name: str, spec: ModelSpec, device: str) -> None:
     """Refuse, before allocating anything, a model whose weights, or whose weights and the tensors of one forward
     pass at its batch size and input shape, need more memory than the device has."""
     needed, available = estimated_parameter_bytes(name, spec), device_total_bytes(device)
@@ -107,13 +108,13 @@ def check_fits(name: str, spec: dict, device: str) -> None:
     if needed > available:
         raise ModelError(
             f"Config key `models.{name}`: its parameters alone need about {needed / GIB:.0f} GiB "
-            f"({spec.get('weights_dtype') or 'float32'}), but the device ({device}) has {available / GIB:.0f} GiB: "
+            f"({spec.weights_dtype or 'float32'}), but the device ({device}) has {available / GIB:.0f} GiB: "
             "expected a smaller config, a reduced-precision weights_dtype, or hardware with more memory."
         )
     activations = estimated_activation_bytes(name, spec)
     if activations is not None and needed + activations > available:
         raise ModelError(
-            f"Config key `models.{name}`: one forward pass at batch_size {spec.get('batch_size', 1)} needs about "
+            f"Config key `models.{name}`: one forward pass at batch_size {spec.batch_size} needs about "
             f"{activations / GIB:.1f} GiB of tensors alive at once besides {needed / GIB:.1f} GiB of weights "
             f"(counted on the meta device, which allocates nothing), but the device ({device}) has "
             f"{available / GIB:.0f} GiB: expected a smaller batch_size (or sweep point), image_size or seq_len, or "
@@ -121,22 +122,22 @@ def check_fits(name: str, spec: dict, device: str) -> None:
         )
 
 
-def estimated_parameter_bytes(name: str, spec: dict) -> int:
+def estimated_parameter_bytes(name: str, spec: ModelSpec) -> int:
     """The weights' bytes, known without allocating them: the checkpoint's size on disk, or for random weights
     the parameters of a build on the meta device (which costs no memory) in the dtype they will be cast to."""
-    if spec["weights"] != "random":
-        path = Path(spec["weights"])
+    if spec.weights != "random":
+        path = Path(spec.weights)
         files = [path] if path.is_file() else [f for f in path.rglob("*") if f.is_file() and not f.is_symlink()]
         return sum(f.stat().st_size for f in files)
     return int(parameter_bytes(_meta_model(name, spec)) * _dtype_scale(spec))
 
 
-def estimated_activation_bytes(name: str, spec: dict, bytes_per_element: int | None = None) -> int | None:
+def estimated_activation_bytes(name: str, spec: ModelSpec, bytes_per_element: int | None = None) -> int | None:
     """The most bytes of tensors alive at once in one eager forward pass at the configured batch size and input
     shape, inputs included and weights not, counted on the meta device, in the weights' dtype or at
     `bytes_per_element`; None where the architecture cannot be built there without loading its weights (a
     checkpoint of transformers), or cannot run there."""
-    if spec["weights"] != "random" and spec["source"] != "torchvision":
+    if spec.weights != "random" and spec.source != "torchvision":
         return None
     try:
         model = _meta_model(name, spec)
@@ -151,35 +152,35 @@ def estimated_activation_bytes(name: str, spec: dict, bytes_per_element: int | N
     return int(counted.peak * scale)
 
 
-def _meta_model(name: str, spec: dict) -> nn.Module:
+def _meta_model(name: str, spec: ModelSpec) -> nn.Module:
     """The model's architecture on the meta device (no memory), without its weights."""
     with torch.device("meta"):
-        if spec["source"] == "torchvision":
-            return _torchvision_model(name, {**spec, "weights": "random"})
+        if spec.source == "torchvision":
+            return _torchvision_model(name, spec.replace(weights="random"))
         return _transformers_model(name, spec)[0]
 
 
-def _meta_forward(model: nn.Module, spec: dict) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+def _meta_forward(model: nn.Module, spec: ModelSpec) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     """What one forward pass calls, with inputs of the configured shapes (call inside a meta device context)."""
-    batch = spec.get("batch_size", 1)
-    if spec["source"] == "torchvision":
-        size = spec.get("image_size", 224)
+    batch = spec.batch_size
+    if spec.source == "torchvision":
+        size = spec.image_size
         return model, (torch.empty(batch, 3, size, size),)
-    if spec["task"] == "image-classification":
+    if spec.task == "image-classification":
         size = _image_side(model, spec)
         return LogitsOnly(model, "pixel_values"), (torch.empty(batch, 3, size, size),)
-    ids = torch.zeros(batch, spec.get("seq_len", 32), dtype=torch.long)
+    ids = torch.zeros(batch, spec.seq_len, dtype=torch.long)
     return LogitsOnly(model, "input_ids"), (ids,)
 
 
-def _image_side(model: nn.Module, spec: dict) -> int:
+def _image_side(model: nn.Module, spec: ModelSpec) -> int:
     """A transformers vision model's input side: its own config's, which `image_size` cannot override."""
-    return getattr(model.config, "image_size", spec.get("image_size", 224))
+    return getattr(model.config, "image_size", spec.image_size)
 
 
-def _dtype_scale(spec: dict) -> float:
+def _dtype_scale(spec: ModelSpec) -> float:
     """Bytes in the weights' dtype per float32 byte."""
-    dtype = DTYPES.get(spec.get("weights_dtype"))
+    dtype = DTYPES.get(spec.weights_dtype)
     return torch.finfo(dtype).bits / 32 if dtype is not None else 1.0
 
 
@@ -196,21 +197,21 @@ def parameter_bytes(module: nn.Module, bytes_per_element: int | None = None) -> 
     return sum(t.numel() * (bytes_per_element or t.element_size()) for t in {id(t): t for t in tensors}.values())
 
 
-def _torchvision_model(name: str, spec: dict) -> nn.Module:
+def _torchvision_model(name: str, spec: ModelSpec) -> nn.Module:
     import torchvision
 
-    arch, weights = spec["arch"], spec["weights"]
+    arch, weights = spec.arch, spec.weights
     if arch not in torchvision.models.list_models(module=torchvision.models):
         raise ModelError(
             f"Config key `models.{name}.arch` is {arch!r}, which torchvision cannot build: expected a "
             "classification model name such as resnet18, resnet50, resnet152 or vit_b_16."
         )
     if weights == "random":
-        return torchvision.models.get_model(arch, weights=None, **spec.get("config", {}))
+        return torchvision.models.get_model(arch, weights=None, **(spec.config or {}))
     if weights == "pretrained":
         torch.hub.set_dir(str(WEIGHTS_DIR / "torchvision"))
         return torchvision.models.get_model(arch, weights="DEFAULT")
-    model = torchvision.models.get_model(arch, weights=None, **spec.get("config", {}))
+    model = torchvision.models.get_model(arch, weights=None, **(spec.config or {}))
     path = Path(weights)
     model.load_state_dict(_tensors_only(path / "state_dict.pt" if path.is_dir() else path, name))
     log.info("loaded %s weights from %s", arch, weights)
@@ -229,35 +230,35 @@ def _tensors_only(path: Path, name: str) -> dict:
         ) from None
 
 
-def _transformers_model(name: str, spec: dict):
+def _transformers_model(name: str, spec: ModelSpec):
     import transformers
 
-    auto = getattr(transformers, _TRANSFORMERS_AUTO[spec["task"]])
-    weights = spec["weights"]
+    auto = getattr(transformers, _TRANSFORMERS_AUTO[spec.task])
+    weights = spec.weights
     if weights == "random":
         try:
-            config = transformers.AutoConfig.for_model(spec["arch"], **spec.get("config", {}))
+            config = transformers.AutoConfig.for_model(spec.arch, **(spec.config or {}))
         except ValueError as exc:
             raise ModelError(
-                f"Config key `models.{name}.arch` is {spec['arch']!r}, which transformers does not "
+                f"Config key `models.{name}.arch` is {spec.arch!r}, which transformers does not "
                 f"know as a model_type ({exc})."
             ) from None
         return auto.from_config(config), None
     source, kwargs = weights, {}
     if weights == "pretrained":
-        source = spec["hub_id"]
-        kwargs = {"revision": spec["revision"], "cache_dir": str(WEIGHTS_DIR / "huggingface")}
+        source = spec.hub_id
+        kwargs = {"revision": spec.revision, "cache_dir": str(WEIGHTS_DIR / "huggingface")}
     model = auto.from_pretrained(source, trust_remote_code=False, **kwargs)
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(source, trust_remote_code=False, **kwargs)
     except (OSError, ValueError):
         tokenizer = None
-    log.info("loaded %s from %s", spec["arch"], source)
+    log.info("loaded %s from %s", spec.arch, source)
     return model, tokenizer
 
 
-def _transformers_bundle(name: str, spec: dict, model: nn.Module, tokenizer, seed: int) -> BuiltModel:
-    task = spec["task"]
+def _transformers_bundle(name: str, spec: ModelSpec, model: nn.Module, tokenizer, seed: int) -> BuiltModel:
+    task = spec.task
     if task == "image-classification":
         inputs = (_image_input(name, spec, _image_side(model, spec), seed),)
         return BuiltModel(name, task, LogitsOnly(model, "pixel_values"), inputs)
@@ -269,10 +270,10 @@ def _transformers_bundle(name: str, spec: dict, model: nn.Module, tokenizer, see
     return bundle
 
 
-def _image_input(name: str, spec: dict, size: int, seed: int) -> torch.Tensor:
-    batch = spec.get("batch_size", 1)
-    if spec.get("image"):
-        image = load_image(name, spec["image"], size)
+def _image_input(name: str, spec: ModelSpec, size: int, seed: int) -> torch.Tensor:
+    batch = spec.batch_size
+    if spec.image:
+        image = load_image(name, spec.image, size)
         return image.unsqueeze(0).expand(batch, -1, -1, -1).contiguous()
     generator = torch.Generator().manual_seed(seed)
     return torch.randn(batch, 3, size, size, generator=generator, device="cpu")
@@ -302,22 +303,22 @@ def load_image(name: str, path: str, size: int = 224) -> torch.Tensor:
     return preprocess(rgb)
 
 
-def _token_ids(name: str, spec: dict, config, tokenizer, seed: int) -> torch.Tensor:
-    batch = spec.get("batch_size", 1)
+def _token_ids(name: str, spec: ModelSpec, config, tokenizer, seed: int) -> torch.Tensor:
+    batch = spec.batch_size
     context = getattr(config, "max_position_embeddings", None)
-    if spec.get("prompt"):
+    if spec.prompt:
         if tokenizer is None:
             raise ModelError(
                 f"Config key `models.{name}.prompt` needs a tokenizer, but the model's weights "
-                f"({spec['weights']}) come without one: use pretrained or saved weights, or drop the prompt."
+                f"({spec.weights}) come without one: use pretrained or saved weights, or drop the prompt."
             )
-        ids = tokenizer(spec["prompt"], return_tensors="pt")["input_ids"]
+        ids = tokenizer(spec.prompt, return_tensors="pt")["input_ids"]
     else:
         generator = torch.Generator().manual_seed(seed)
         vocab = config.vocab_size
         low = min(5, vocab - 1)  # keep clear of special tokens at the start of small vocabularies
-        ids = torch.randint(low, vocab, (1, spec.get("seq_len", 32)), generator=generator, device="cpu")
-    needed = ids.shape[1] + (spec.get("new_tokens", 16) if spec["task"] == "text-generation" else 0)
+        ids = torch.randint(low, vocab, (1, spec.seq_len), generator=generator, device="cpu")
+    needed = ids.shape[1] + (spec.new_tokens if spec.task == "text-generation" else 0)
     if context is not None and needed > context:
         raise ModelError(
             f"Config key `models.{name}`: the input needs {needed} positions (prompt or seq_len plus "

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from .errors import Unsupported, UserError
+from .experiment import Quantize
 from .modes import TORCHAO_INSTALL
 
 # The methods a mode definition may name, and torchao's config class for each.
@@ -35,21 +36,21 @@ def _torchao(key: str):
     return torchao
 
 
-def torchao_config(quantize: dict, key: str):
+def torchao_config(quantize: Quantize, key: str):
     """torchao's config object for a definition's `quantize` settings."""
     torchao = _torchao(key)
-    config_class = getattr(torchao.quantization, METHODS[quantize["method"]])
-    options = {"group_size": quantize["group_size"]} if quantize.get("group_size") else {}
+    config_class = getattr(torchao.quantization, METHODS[quantize.method])
+    options = {"group_size": quantize.group_size} if quantize.group_size else {}
     return config_class(**options)
 
 
-def check(key: str, quantize: dict) -> dict:
+def check(key: str, quantize: Quantize) -> dict:
     """torchao's version and the config it builds, or the clear error when torchao is missing."""
     config = torchao_config(quantize, key)
     return {"torchao": _torchao(key).__version__, "config": type(config).__name__}
 
 
-def quantized_copy(module: nn.Module, quantize: dict, key: str) -> tuple[nn.Module, dict]:
+def quantized_copy(module: nn.Module, quantize: Quantize, key: str) -> tuple[nn.Module, dict]:
     """A copy of `module` with its weights quantized as `quantize` says (the original stays float), and the record:
     weight bytes before and after, the share of the weights quantized, the tensor types, and the inductor settings
     torchao changed."""
@@ -64,13 +65,13 @@ def quantized_copy(module: nn.Module, quantize: dict, key: str) -> tuple[nn.Modu
     except Exception as exc:  # torchao reports an unsupported method or device through many types
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise Unsupported(
-            f"torchao {torchao.__version__} cannot apply {quantize['method']}: {type(exc).__name__}: {reason}"
+            f"torchao {torchao.__version__} cannot apply {quantize.method}: {type(exc).__name__}: {reason}"
         ) from exc
     settings_after = inductor.get_config_copy()
     original, stored = weights(module), weights(quantized)
     changed = [name for name, tensor in stored.items() if is_quantized(tensor)]
     return quantized, {
-        "method": quantize["method"],
+        "method": quantize.method,
         "torchao": torchao.__version__,
         "config": type(config).__name__,
         "weight_bytes": total_bytes(original),

@@ -1,6 +1,6 @@
 """The records compilebench passes around, each defined once, every key declared.
 
-An `Experiment` is everything one benchmark job depends on (`config.experiment` derives it). A worker takes one
+An `Experiment` (`experiment`, a frozen value) is everything one measurement depends on. A worker takes one
 `Request` and writes a `ProcessRecord`: raw samples and what it saw. `summaries` makes a `Result` from an
 experiment's process records. All are plain JSON-ready data, typed here so that the worker, the summaries, the
 tables and the tests agree on their shape (a test checks real records against these declarations, both ways).
@@ -9,12 +9,12 @@ tables and the tests agree on their shape (a test checks real records against th
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import traceback
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, ClassVar, TypedDict
+
+from .experiment import Experiment, ModeSettings
 
 SCHEMA_VERSION = 2  # 2: measured in `measure.processes` processes, kept under `processes`
 STATUSES = ("ok", "failed", "timeout", "unsupported")
@@ -24,23 +24,6 @@ SKIPPED = "skipped"
 COMPILE_PHASES = ("dynamo", "aot_autograd", "inductor_lowering", "autotune", "codegen", "cpp_triton_compile")
 # The shape settings a sweep may vary, in the order a sweep point's name lists them.
 SWEEP_KEYS = ("batch_size", "image_size", "seq_len", "new_tokens", "dtype")
-
-
-class _ExperimentRequired(TypedDict):
-    model: str
-    mode: str
-    mode_settings: dict[str, Any]  # modes.settings: the kind and every setting of it
-    hardware: str
-    seed: int
-    spec: dict[str, Any]  # the model entry, asset names resolved to paths
-    measure: dict[str, Any]  # measurement settings, defaults filled in
-    device: str
-    hardware_env: dict[str, str]
-    threads: int | None
-
-
-class Experiment(_ExperimentRequired, total=False):
-    python_env: str  # the platform's own Python environment (envs/NAME.txt), where it has one
 
 
 class ErrorInfo(TypedDict):
@@ -55,7 +38,7 @@ class ResultHeader(TypedDict):
     model: str
     mode: str
     hardware: str
-    experiment_sha256: str  # experiment_digest of what the job measured
+    experiment_sha256: str  # Experiment.digest of what the job measured
     device: str
     task: str
     dtype: str
@@ -128,7 +111,14 @@ class Request:
     out: str
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, **dataclasses.asdict(self)}
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {"kind": self.kind, **{k: v.to_json() if hasattr(v, "to_json") else v for k, v in fields.items()}}
+
+    @classmethod
+    def from_json(cls, fields: dict) -> Request:
+        """The request of this kind that `fields` (its JSON form, less the kind) describe."""
+        typed = {"exp": Experiment.from_json, "settings": ModeSettings.from_json}
+        return cls(**{k: typed[k](v) if k in typed else v for k, v in fields.items()})
 
 
 @dataclass(frozen=True)
@@ -144,13 +134,13 @@ class EnvironmentRequest(Request):
 class ModeCheckRequest(Request):
     kind: ClassVar[str] = "mode_check"
     mode: str
-    settings: dict
+    settings: ModeSettings
 
 
 @dataclass(frozen=True)
 class ReferenceRequest(Request):
     kind: ClassVar[str] = "reference"
-    exp: dict
+    exp: Experiment
 
 
 @dataclass(frozen=True)
@@ -158,14 +148,14 @@ class StartRequest(Request):
     """A warm start: one fresh start of the experiment, its first call timed."""
 
     kind: ClassVar[str] = "start"
-    exp: dict
+    exp: Experiment
     cache_artifacts: str | None = None
 
 
 @dataclass(frozen=True)
 class MeasureRequest(Request):
     kind: ClassVar[str] = "measure"
-    exp: dict
+    exp: Experiment
     reference: str | None = None
     env_record: str | None = None
     caches_given: bool = False
@@ -179,21 +169,6 @@ REQUESTS: dict[str, type[Request]] = {
 
 
 REQUIRED_KEYS = frozenset(ResultHeader.__required_keys__)
-
-
-def experiment_digest(exp: Experiment) -> str:
-    """A fingerprint of everything a job measured with: a result is taken only for the experiment it carries."""
-    return hashlib.sha256(json.dumps(exp, sort_keys=True).encode()).hexdigest()
-
-
-def identity(exp: Experiment) -> dict[str, str]:
-    """What a result must carry to stand for `exp`."""
-    return {
-        "hardware": exp["hardware"],
-        "model": exp["model"],
-        "mode": exp["mode"],
-        "experiment_sha256": experiment_digest(exp),
-    }
 
 
 def error_info(exc: BaseException, lines: int = 15) -> ErrorInfo:
@@ -217,22 +192,22 @@ def result_header(
     """The header of `exp`'s result: which model, mode and hardware, in which dtype and batch, and how it went."""
     if status not in STATUSES:
         raise ValueError(f"status {status!r} is not one of {STATUSES}")
-    spec = exp["spec"]
+    spec = exp.spec
     return {
         "schema": SCHEMA_VERSION,
-        "model": exp["model"],
-        "mode": exp["mode"],
-        "mode_settings": exp["mode_settings"],
-        "hardware": exp["hardware"],
-        "experiment_sha256": experiment_digest(exp),
-        "device": exp["device"],
-        "task": spec["task"],
-        "dtype": spec["dtype"],
-        "batch_size": spec["batch_size"],
-        "sweep_of": spec.get("sweep_of"),
-        "swept": spec.get("swept", {}),
+        "model": exp.model,
+        "mode": exp.mode,
+        "mode_settings": exp.mode_settings.to_json(),
+        "hardware": exp.hardware,
+        "experiment_sha256": exp.digest(),
+        "device": exp.device,
+        "task": spec.task,
+        "dtype": spec.dtype,
+        "batch_size": spec.batch_size,
+        "sweep_of": spec.sweep_of,
+        "swept": spec.swept or {},
         "status": status,
         "error": None if error is None else {"message": error, "traceback": traceback},
         "started_at": started_at or now(),
-        "measure": exp["measure"],
+        "measure": exp.measure.to_json(),
     }

@@ -14,19 +14,20 @@ import torch
 from . import compile_phases, correctness, profiling, quantization, streams, timing, wrappers
 from .dynamo_counters import CompilerHealth
 from .errors import Unsupported
+from .experiment import Experiment, ModelSpec
 from .generation import Generation, GreedyGenerator
 from .machine import Load
 from .memory import PeakMemory, device_free_bytes
 from .models import BuiltModel, build, estimated_activation_bytes, parameter_bytes
-from .records import Experiment, error_info, now, result_header
+from .records import error_info, now, result_header
 
 log = logging.getLogger(__name__)
 
 
-def reference_outputs(exp: dict) -> dict:
+def reference_outputs(exp: Experiment) -> dict:
     """The eager float32 output that every mode of this model is checked against, and the same model's output in
     float64 (weights and inputs, no autocast) where it can run so; else why not, under `float64_missing`."""
-    bundle = build(exp["model"], exp["spec"], exp["seed"], exp["device"])
+    bundle = build(exp.model, exp.spec, exp.seed, exp.device)
     outputs = _eager_outputs(bundle, exp)
     missing = _float64_obstacle(bundle, exp)
     if missing is None:
@@ -41,22 +42,20 @@ def reference_outputs(exp: dict) -> dict:
     return outputs
 
 
-def _eager_outputs(bundle: BuiltModel, exp: dict) -> dict:
+def _eager_outputs(bundle: BuiltModel, exp: Experiment) -> dict:
     with torch.no_grad():
         if bundle.causal_lm is None:
             return {"output": bundle.module(*bundle.inputs).float().cpu()}
-        clock = timing.Clock(exp["device"])
-        generation = GreedyGenerator(
-            bundle.causal_lm, bundle.causal_lm, bundle.inputs[0], exp["spec"]["new_tokens"], clock
-        )()
+        clock = timing.Clock(exp.device)
+        generation = GreedyGenerator(bundle.causal_lm, bundle.causal_lm, bundle.inputs[0], exp.spec.new_tokens, clock)()
         return {"output": generation.prefill_logits.float().cpu(), "tokens": generation.tokens.cpu()}
 
 
-def _float64_obstacle(bundle: BuiltModel, exp: dict) -> str | None:
+def _float64_obstacle(bundle: BuiltModel, exp: Experiment) -> str | None:
     """Why the model's float64 copy and one forward pass of it would not fit where it runs, or None."""
     weights = parameter_bytes(bundle.causal_lm or bundle.module, bytes_per_element=8)
-    activations = estimated_activation_bytes(exp["model"], exp["spec"], bytes_per_element=8) or 0
-    free = device_free_bytes(exp["device"])
+    activations = estimated_activation_bytes(exp.model, exp.spec, bytes_per_element=8) or 0
+    free = device_free_bytes(exp.device)
     if free is not None and weights + activations > free / 2:
         return (
             f"its float64 weights and one forward pass need {(weights + activations) / 2**30:.1f} GiB, more than "
@@ -89,7 +88,7 @@ def run(
     record = {**result_header(exp), "environment": environment or {}}
     try:
         with ExitStack() as stack:
-            if exp["measure"]["private_cache"] and not caches_given:
+            if exp.measure.private_cache and not caches_given:
                 stack.enter_context(private_compile_cache())
             record.update(measure(exp, reference, cache_artifacts, profile))
     except Unsupported as exc:
@@ -103,7 +102,7 @@ def run(
         )
     finally:
         record["finished_at"] = now()
-    log.info("%s/%s/%s: %s", exp["hardware"], exp["model"], exp["mode"], record["status"])
+    log.info("%s/%s/%s: %s", exp.hardware, exp.model, exp.mode, record["status"])
     return record
 
 
@@ -145,15 +144,15 @@ class Process:
 def measuring_process(exp: Experiment) -> Iterator[Process]:
     """The model built, and everything its calls run inside: a clock, compiler counters and memory tracking from a
     clean start, no autograd, the experiment's precision and the mode's inductor configuration."""
-    spec, device = exp["spec"], exp["device"]
+    spec, device = exp.spec, exp.device
     memory = PeakMemory(device)
     memory.baseline()
-    log.info("building %s (%s %s, %s weights)", exp["model"], spec["source"], spec["arch"], spec["weights"])
-    model = build(exp["model"], spec, exp["seed"], device)
+    log.info("building %s (%s %s, %s weights)", exp.model, spec.source, spec.arch, spec.weights)
+    model = build(exp.model, spec, exp.seed, device)
     health = CompilerHealth()
     health.start()
     with tempfile.TemporaryDirectory(prefix="compilebench-work-") as workdir, torch.no_grad():
-        with wrappers.precision(device, spec["dtype"]), wrappers.configured(exp["mode_settings"]):
+        with wrappers.precision(device, spec.dtype), wrappers.configured(exp.mode_settings):
             compile_phases.start()
             yield Process(exp, model, timing.Clock(device), workdir, memory, health, wrappers.generated_code())
 
@@ -164,7 +163,7 @@ def measure(
     """The measurement, phase by phase: build, prepare, first call, warm-up and block plan, steady state and
     interleaved timing, outputs, profile, workload, then correctness against the reference."""
     with measuring_process(exp) as process:
-        if exp["spec"].get("stream"):
+        if exp.spec.stream:
             return measure_stream(process)
         prepared = prepare(process)
         first = first_call(process, prepared)
@@ -179,7 +178,7 @@ def measure(
         outputs = final_outputs(prepared)
         seen = {"memory": process.memory.report(), "compiler": process.health.report()}
         profiled = profile(process, prepared) if profiled else None
-        work = workload(process.model, exp["spec"], prepared.quantization)
+        work = workload(process.model, exp.spec, prepared.quantization)
     if reference is None:
         log.info("computing the eager float32 reference")
         reference = reference_outputs(exp)
@@ -240,7 +239,7 @@ def first_call(process: Process, prepared: Prepared) -> FirstCall:
     log.info("first call (compiles for compile modes)")
     ms, _ = process.clock.time(prepared.call)
     phases = compile_phases.read()
-    effect = wrappers.settings_effect(process.exp["mode_settings"], process.code_before)
+    effect = wrappers.settings_effect(process.exp.mode_settings, process.code_before)
     log.info("first call took %.2f s", ms / 1e3)
     return FirstCall(ms / 1e3, phases, effect)
 
@@ -257,11 +256,11 @@ class Plan:
 
 
 def warm_up(process: Process, prepared: Prepared) -> Plan:
-    measure, clock = process.exp["measure"], process.clock
-    log.info("warm-up (%d iterations)", measure["warmup"])
-    mode_ms = timing.warm_up(prepared.call, clock, measure["warmup"])
+    measure, clock = process.exp.measure, process.clock
+    log.info("warm-up (%d iterations)", measure.warmup)
+    mode_ms = timing.warm_up(prepared.call, clock, measure.warmup)
     # Eager is timed against a second eager callable in the same blocks: the A/A ratio is its noise floor.
-    eager_ms = timing.warm_up(prepared.eager, clock, measure["warmup"] + 1)
+    eager_ms = timing.warm_up(prepared.eager, clock, measure.warmup + 1)
     return Plan(mode_ms, timing.plan_blocks(measure, eager_ms, mode_ms or [clock.time(prepared.call)[0]]))
 
 
@@ -269,10 +268,10 @@ def time_interleaved(process: Process, prepared: Prepared, plan: Plan) -> dict:
     """Eager and the mode in alternating blocks; a mode is also timed alone, half before and half after, so that
     slow drift moves both alike (its steady state). The samples as taken, each side's under its own key."""
     exp, clock = process.exp, process.clock
-    measure, blocks = exp["measure"], plan.blocks
-    loop = {k: measure[k] for k in ("iterations", "min_time_s", "max_iterations")}
-    alone = exp["mode"] != "eager"
-    steady = {**loop, "min_time_s": measure["steady_state_s"] / 2}
+    measure, blocks = exp.measure, plan.blocks
+    loop = {k: getattr(measure, k) for k in ("iterations", "min_time_s", "max_iterations")}
+    alone = exp.mode != "eager"
+    steady = {**loop, "min_time_s": measure.steady_state_s / 2}
     call, generator = prepared.call, prepared.generator
     alone_ms = timing.alone(call, clock, warmup=blocks.warmup, **steady) if alone else None
     first = len(generator.history) if generator else 0
@@ -281,7 +280,7 @@ def time_interleaved(process: Process, prepared: Prepared, plan: Plan) -> dict:
     if alone:
         log.info("timing the mode alone again, for its steady state")
         alone_ms += timing.alone(call, clock, warmup=blocks.warmup, **steady)
-    block_s = None if measure.get("interleave_block") else measure["interleave_block_s"]
+    block_s = None if measure.interleave_block else measure.interleave_block_s
     timed = {"latency_ms": mode_ms, "interleave": blocks.record(count, block_s)}
     if alone:
         timed.update(eager_latency_ms=eager_ms, alone_latency_ms=alone_ms)
@@ -305,20 +304,20 @@ def final_outputs(prepared: Prepared) -> tuple:
 
 
 def profile(process: Process, prepared: Prepared) -> dict | None:
-    measure = process.exp["measure"]
-    if not measure["profile"]:
+    measure = process.exp.measure
+    if not measure.profile:
         return None
-    return profiling.profile(prepared.call, process.clock, measure["profile_iterations"], measure["trace"])
+    return profiling.profile(prepared.call, process.clock, measure.profile_iterations, measure.trace)
 
 
 def measure_stream(process: Process) -> dict:
     """A shape stream: eager and the mode over the same sequence of shapes in alternating passes, call by call."""
     exp = process.exp
-    settings = exp["mode_settings"]
-    if settings["kind"] not in ("eager", "compile"):
-        raise Unsupported(f"a shape stream runs eager and compile modes; {settings['kind']} fixes one shape")
+    settings = exp.mode_settings
+    if settings.kind not in ("eager", "compile"):
+        raise Unsupported(f"a shape stream runs eager and compile modes; {settings.kind} fixes one shape")
     model = process.model
-    options = {"device": exp["device"], "dtype": exp["spec"]["dtype"], "workdir": process.workdir}
+    options = {"device": exp.device, "dtype": exp.spec.dtype, "workdir": process.workdir}
     fn, _ = wrappers.wrap(model.module, settings, model.inputs, **options)
     record = streams.measure(model, exp, fn, process.clock)
     stream = record["stream"]
@@ -326,9 +325,9 @@ def measure_stream(process: Process) -> dict:
         **record,
         "compiler": process.health.report(),
         "correctness": {
-            "passed": stream["correct"],
+            "passed": stream.correct,
             "rule": "stream",
-            "criterion": f"at every distinct {stream['axis']}: the mode's output against eager's at that shape",
+            "criterion": f"at every distinct {stream.axis}: the mode's output against eager's at that shape",
         },
     }
 
@@ -343,12 +342,12 @@ def save_cache_artifacts(path: str) -> None:
             handle.write(artifacts[0])
 
 
-def compute_dtype(spec: dict) -> str:
+def compute_dtype(spec: ModelSpec) -> str:
     """The precision the arithmetic runs in: autocast's, else the weights' own."""
-    return spec["dtype"] if spec["dtype"] != "float32" else spec.get("weights_dtype") or "float32"
+    return spec.dtype if spec.dtype != "float32" else spec.weights_dtype or "float32"
 
 
-def workload(model: BuiltModel, spec: dict, quantized: dict | None = None) -> dict:
+def workload(model: BuiltModel, spec: ModelSpec, quantized: dict | None = None) -> dict:
     """What one call must do, for the fraction of the hardware's limit it reaches; a quantized mode reads its
     quantized weights (and the float ones beside them)."""
     weights = quantized["weight_bytes_quantized"] if quantized else parameter_bytes(model.causal_lm or model.module)
@@ -383,46 +382,46 @@ def prepare(process: Process) -> Prepared:
     marked, wrapped (jit and export do their work here); the timed call for the mode and for eager, generators
     too for text generation."""
     exp, built = process.exp, process.model
-    spec, settings = exp["spec"], exp["mode_settings"]
-    options = {"device": exp["device"], "dtype": spec["dtype"], "workdir": process.workdir}
+    spec, settings = exp.spec, exp.mode_settings
+    options = {"device": exp.device, "dtype": spec.dtype, "workdir": process.workdir}
     model, quantized = built.causal_lm or built.module, None
-    if settings.get("quantize"):  # a copy: eager and the correctness yardstick stay float
-        key = f"mode_definitions.{exp['mode']}.quantize"
-        model, quantized = quantization.quantized_copy(model, settings["quantize"], key)
+    if settings.quantize:  # a copy: eager and the correctness yardstick stay float
+        key = f"mode_definitions.{exp.mode}.quantize"
+        model, quantized = quantization.quantized_copy(model, settings.quantize, key)
         log.info("quantized with torchao: %s", {k: quantized[k] for k in ("method", "quantized_share")})
-    if settings.get("mark_dynamic"):
-        streams.mark_dynamic(built.inputs, settings["mark_dynamic"])
+    if axes := getattr(settings, "mark_dynamic", None):  # a compile setting
+        streams.mark_dynamic(built.inputs, axes)
     if built.causal_lm is None:
         fn, preparation = wrappers.wrap(model, settings, built.inputs, **options)
         inputs = built.inputs
         return Prepared(lambda: fn(*inputs), lambda: built.module(*inputs), None, preparation, quantized)
-    if settings["kind"] == "jit":
+    if settings.kind == "jit":
         raise Unsupported("TorchScript cannot capture generation with a KV cache; use eager or a compile mode")
-    if settings["kind"] == "export":
+    if settings.kind == "export":
         raise Unsupported("compilebench does not export a generation loop with a KV cache; use eager or a compile mode")
-    log.info("generating %d new tokens per iteration", spec["new_tokens"])
+    log.info("generating %d new tokens per iteration", spec.new_tokens)
     step, preparation = wrappers.wrap(model, settings, built.inputs, **options)
     prompt, clock = built.inputs[0], process.clock
-    generator = GreedyGenerator(model, step, prompt, spec["new_tokens"], clock)
-    eager = GreedyGenerator(built.causal_lm, built.causal_lm, prompt, spec["new_tokens"], clock)
+    generator = GreedyGenerator(model, step, prompt, spec.new_tokens, clock)
+    eager = GreedyGenerator(built.causal_lm, built.causal_lm, prompt, spec.new_tokens, clock)
     return Prepared(generator, eager, generator, preparation, quantized)
 
 
 def correctness_check(exp: Experiment, model: BuiltModel, outputs: tuple, reference: dict) -> dict:
     """The mode's output against the reference, by the mode's own rule (a quantized mode's cosine, if any)."""
     output, eager_output = outputs
-    quantize = exp["mode_settings"].get("quantize")
+    quantize = exp.mode_settings.quantize
     generation = isinstance(output, Generation)
     logits = output.prefill_logits if generation else output
     eager_logits = eager_output.prefill_logits if generation else eager_output
     check = correctness.compare(
         reference["output"],
         logits,
-        compute_dtype(exp["spec"]),
+        compute_dtype(exp.spec),
         float64=reference.get("float64"),
         eager=eager_logits,
         float64_missing=reference.get("float64_missing"),
-        min_cosine=quantize and quantize["min_cosine"],
+        min_cosine=quantize and quantize.min_cosine,
     )
     if generation:
         check.update(correctness.compare_tokens(reference["tokens"], output.tokens))

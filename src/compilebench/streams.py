@@ -12,6 +12,7 @@ import torch
 
 from . import correctness, timing
 from .dynamo_counters import RECOMPILES_LOGGER, Messages
+from .experiment import Experiment, Stream
 from .models import BuiltModel, inputs_at
 
 log = logging.getLogger(__name__)
@@ -22,14 +23,14 @@ LIMIT_LOGGER = "torch._dynamo.convert_frame"
 DEFAULT_PASSES = 3
 
 
-def shapes(stream: dict) -> tuple[str, list[int]]:
+def shapes(stream: Stream) -> tuple[str, list[int]]:
     """The stream's axis and its values in call order: a list repeated `repeat` times, or `calls` seeded draws."""
-    axis = next(a for a in AXIS_DIMS if a in stream)
-    values = stream[axis]
+    axis = next(a for a in AXIS_DIMS if getattr(stream, a) is not None)
+    values = getattr(stream, axis)
     if isinstance(values, dict):
-        draw = random.Random(stream.get("seed", 0))
-        return axis, [draw.randint(values["low"], values["high"]) for _ in range(stream["calls"])]
-    return axis, list(values) * stream.get("repeat", 1)
+        draw = random.Random(stream.seed or 0)
+        return axis, [draw.randint(values["low"], values["high"]) for _ in range(stream.calls)]
+    return axis, list(values) * (stream.repeat or 1)
 
 
 def mark_dynamic(inputs: tuple[torch.Tensor, ...], axes: list[str]) -> None:
@@ -75,13 +76,14 @@ class CompileWatch:
         }
 
 
-def measure(model: BuiltModel, exp: dict, call_mode, clock: timing.Clock) -> dict:
+def measure(model: BuiltModel, exp: Experiment, call_mode, clock: timing.Clock) -> dict:
     """The stream, eager and the mode in alternating passes (the mode's first compiles), per call and in total."""
-    spec, device = exp["spec"], exp["device"]
-    axis, values = shapes(spec["stream"])
-    passes = spec["stream"].get("passes", DEFAULT_PASSES)
-    inputs = {v: inputs_at(model, exp["model"], {**spec, axis: v}, exp["seed"], device) for v in dict.fromkeys(values)}
-    if axes := exp["mode_settings"].get("mark_dynamic"):
+    spec, device = exp.spec, exp.device
+    axis, values = shapes(spec.stream)
+    passes = spec.stream.passes or DEFAULT_PASSES
+    at = {v: spec.replace(**{axis: v}) for v in dict.fromkeys(values)}
+    inputs = {v: inputs_at(model, exp.model, shape, exp.seed, device) for v, shape in at.items()}
+    if axes := getattr(exp.mode_settings, "mark_dynamic", None):  # a compile setting
         for args in inputs.values():
             mark_dynamic(args, axes)
     eager = model.module
@@ -120,7 +122,7 @@ def measure(model: BuiltModel, exp: dict, call_mode, clock: timing.Clock) -> dic
     per_value = _per_value(values, eager_ms, mode_ms)
     for value, row in per_value.items():
         args = inputs[value]
-        check = correctness.compare(eager(*args), call_mode(*args), spec["dtype"])
+        check = correctness.compare(eager(*args), call_mode(*args), spec.dtype)
         row.update(correct=check["passed"], cosine=check["cosine"], max_abs_err=check["max_abs_err"])
     reasons = [r for c in calls for r in c["recompile_reasons"]]
     eager_cumulative = list(accumulate(ms for p, _, ms in eager_ms if p == 0))

@@ -21,7 +21,8 @@ import numpy as np
 
 from . import stats
 from .errors import UserError
-from .records import Experiment, ProcessRecord, Result
+from .experiment import Experiment
+from .records import ProcessRecord, Result
 from .results import read_json, write_json
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ def result_job(exp: Experiment, process_records: list[str | Path], out: str | Pa
             log.error("%s; the result rests on the others", notes[-1])
     result = combine(exp, finished, notes)
     counted = len(result["processes"]) if result["status"] == "ok" else 0
-    name = f"{exp['hardware']}/{exp['model']}/{exp['mode']}"
+    name = f"{exp.hardware}/{exp.model}/{exp.mode}"
     log.info("%s: %s, from %d of %d process(es)", name, result["status"], counted, wanted)
     write_json(out, result)
     return result
@@ -72,7 +73,7 @@ def combine(exp: Experiment, records: list[ProcessRecord], notes: list[str] | No
     check_agreement(records)
     if first.get("stream"):
         return _stream_result(exp, first)
-    measure, seed = first["measure"], exp["seed"]
+    measure, seed = first["measure"], exp.seed
     result = _without_raw(first)
     samples = [_samples(record) for record in records]
     latency_ms = [x for p in samples for x in p["latency_ms"]]
@@ -189,16 +190,16 @@ def warm_start_fields(exp: Experiment, records: list[ProcessRecord]) -> dict:
     """The warm starts: with one process, the fresh processes its job started after it (from the caches it left,
     and from torch's cache artifacts alone); with several, the later processes' first calls, which read the caches
     the first wrote. An export mode's warm start is its package load and first call, in every process."""
-    kind, first = exp["mode_settings"]["kind"], records[0]
+    kind, first = exp.mode_settings.kind, records[0]
     starts = first.get("warm_starts")
     fields: dict = {}
     if starts is not None:
         fields["warm_starts"] = starts
         fields["compile_bundle_s"] = (starts["bundle"] or {}).get("first_call_s")
-        if len(records) == 1 and exp["measure"]["processes"] == 1:
+        if len(records) == 1 and exp.measure.processes == 1:
             fields["compile_warm_s"] = (starts["warm"] or {}).get("first_call_s")
     warm = warm_start_samples(records, kind)
-    if exp["measure"]["processes"] > 1 and warm:
+    if exp.measure.processes > 1 and warm:
         fields["compile_warm_samples_s"] = warm
         fields["compile_warm_s"] = statistics.median(warm)
     if kind == "compile" and len(records) > 1:
@@ -249,7 +250,7 @@ def _stream_result(exp: Experiment, record: ProcessRecord) -> Result:
     """A shape stream's result: each distinct value's speedup once compiled (eager's median over the mode's, with
     a bootstrap interval over the calls at that value), and the stream's calls as served, compiles included."""
     result = _without_raw(record)
-    measure, seed = record["measure"], exp["seed"]
+    measure, seed = record["measure"], exp.seed
     per_value = []
     for n, row in enumerate(record["stream"]["per_value"]):
         ratio = stats.unpaired(
@@ -263,4 +264,5 @@ def _stream_result(exp: Experiment, record: ProcessRecord) -> Result:
     result["stream"] = {**record["stream"], "per_value": per_value}
     result["latency_ms"] = [call["latency_ms"] for call in record["stream"]["calls"]]
     result["stats"] = stats.summarize(result["latency_ms"], resamples=measure["bootstrap_resamples"], seed=seed)
+    result["processes"] = []  # one process, its calls a sequence of shapes rather than interleaved samples
     return result

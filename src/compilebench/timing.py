@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from .experiment import Measure
+
 log = logging.getLogger(__name__)
 
 
@@ -96,18 +98,18 @@ class BlockPlan:
         }
 
 
-def plan_blocks(measure: dict, eager_ms: list[float], mode_ms: list[float]) -> BlockPlan:
+def plan_blocks(measure: Measure, eager_ms: list[float], mode_ms: list[float]) -> BlockPlan:
     """Blocks of `interleave_block` calls where the config fixes them; else each side's block sized once, from its
     warm-up calls, to last about `interleave_block_s`, long enough to reach steady state after each switch. Capped
     so that `min_blocks` blocks fit in `max_iterations`."""
-    cap = max(1, measure["max_iterations"] // measure["min_blocks"])
+    cap = max(1, measure.max_iterations // measure.min_blocks)
 
     def length(samples: list[float]) -> int:
-        if measure.get("interleave_block"):
-            return measure["interleave_block"]
-        return int(min(cap, max(1, math.ceil(measure["interleave_block_s"] * 1e3 / statistics.median(samples)))))
+        if measure.interleave_block:
+            return measure.interleave_block
+        return int(min(cap, max(1, math.ceil(measure.interleave_block_s * 1e3 / statistics.median(samples)))))
 
-    return BlockPlan(length(eager_ms), length(mode_ms), measure["block_warmup"], measure["min_blocks"])
+    return BlockPlan(length(eager_ms), length(mode_ms), measure.block_warmup, measure.min_blocks)
 
 
 def interleaved(

@@ -105,9 +105,9 @@ def measure(request: MeasureRequest) -> None:
     full_env = (
         read_json(request.env_record)
         if request.env_record
-        else env.record(exp["hardware"], {"device": exp["device"], "env": exp["hardware_env"]})
+        else env.record(exp.hardware, {"device": exp.device, "env": exp.hardware_env})
     )
-    environment = {**env.summary(full_env), "record": request.env_record, "ran_on": ran_on(exp["device"])}
+    environment = {**env.summary(full_env), "record": request.env_record, "ran_on": ran_on(exp.device)}
     # kept beside `ran_on` for the tables that read them
     environment.update(hostname=environment["ran_on"]["hostname"], slurm=env.slurm_info())
     ref = torch.load(request.reference, weights_only=True) if request.reference else None
@@ -153,7 +153,7 @@ def parse(text: str) -> Request:
     kind = fields.pop("kind", None)
     if kind not in REQUESTS:
         raise UserError(f"compilebench.worker: unknown request kind {kind!r}: expected one of {', '.join(REQUESTS)}.")
-    return REQUESTS[kind](**fields)
+    return REQUESTS[kind].from_json(fields)
 
 
 def main() -> int:

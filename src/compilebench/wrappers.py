@@ -15,6 +15,7 @@ from torch import nn
 
 from . import modes, quantization
 from .errors import Unsupported, UserError
+from .experiment import ModeSettings
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -26,27 +27,27 @@ def precision(device: str, dtype: str) -> contextlib.AbstractContextManager:
     return torch.autocast(device_type=device, dtype=DTYPES[dtype])
 
 
-def inductor_options(settings: dict) -> dict[str, Any]:
+def inductor_options(settings: ModeSettings) -> dict[str, Any]:
     """The inductor settings a compile runs with: its torch.compile mode's presets, then the definition's own.
 
     torch.compile refuses `mode` and `options` together; its own table of what each mode sets
     (`torch._inductor.list_mode_options`) lets both hold at once.
     """
-    return {**torch._inductor.list_mode_options(settings["mode"], settings["dynamic"]), **settings["options"]}
+    return {**torch._inductor.list_mode_options(settings.mode, settings.dynamic), **settings.options}
 
 
-def inductor_configuration(settings: dict) -> dict[str, Any]:
+def inductor_configuration(settings: ModeSettings) -> dict[str, Any]:
     """The inductor settings that hold as configuration for the mode's whole measuring process: a definition's own
     options, as a practitioner sets them in `torch._inductor.config`. A torch.compile mode's presets are left to
     torch.compile, as `torch.compile(model, mode=...)` applies them (on a CPU, `triton.cudagraphs` set globally
     makes reduce-overhead run at default's speed, which a user of that mode does not get)."""
-    if settings["kind"] == "export" or (settings["kind"] == "compile" and settings["backend"] == "inductor"):
-        return dict(settings["options"])
+    if settings.kind == "export" or (settings.kind == "compile" and settings.backend == "inductor"):
+        return dict(settings.options)
     return {}
 
 
 @contextlib.contextmanager
-def configured(settings: dict):
+def configured(settings: ModeSettings):
     """Inductor configured as the mode says, for every compile, recompile and call inside.
 
     Passing options to torch.compile is not enough: Dynamo decides while it traces, before the backend applies
@@ -54,7 +55,8 @@ def configured(settings: dict):
     else changes inductor's configuration inside (torchao, when it quantizes) is undone on the way out as well.
     """
     saved = torch._inductor.config.get_config_copy()
-    limit = {"recompile_limit": settings["recompile_limit"]} if settings.get("recompile_limit") else {}
+    recompile_limit = getattr(settings, "recompile_limit", None)  # a compile setting
+    limit = {"recompile_limit": recompile_limit} if recompile_limit else {}
     try:
         with torch._inductor.config.patch(inductor_configuration(settings)), torch._dynamo.config.patch(limit):
             yield
@@ -62,7 +64,7 @@ def configured(settings: dict):
         torch._inductor.config.load_config(saved)
 
 
-def configuration_in_effect(settings: dict) -> dict[str, Any]:
+def configuration_in_effect(settings: ModeSettings) -> dict[str, Any]:
     """The mode's inductor settings as inductor's configuration holds them now (inside `configured`)."""
     current = torch._inductor.config.get_config_copy()
     return {key: current.get(key) for key in inductor_configuration(settings)}
@@ -76,11 +78,11 @@ def generated_code() -> set[str]:
     return {path for module in modules if (path := getattr(module, "__file__", None))}
 
 
-def settings_effect(settings: dict, before: set[str]) -> dict:
+def settings_effect(settings: ModeSettings, before: set[str]) -> dict:
     """What the mode's settings did, read from what inductor produced since `before` (`generated_code()`), not
     from a hook having run: the configuration read back, and whether freezing folded the weights into constants."""
     effect: dict[str, Any] = {"configuration": configuration_in_effect(settings), "checks": {}}
-    if settings["kind"] != "compile" or settings["backend"] != "inductor":
+    if settings.kind != "compile" or settings.backend != "inductor":
         return effect
     sources = [Path(path).read_text(errors="replace") for path in sorted(generated_code() - before)]
     frozen = sum(source.count("_frozen_param") for source in sources)
@@ -93,32 +95,32 @@ def settings_effect(settings: dict, before: set[str]) -> dict:
     return effect
 
 
-def compile_kwargs(settings: dict) -> dict[str, Any]:
-    kwargs = {"backend": settings["backend"], "dynamic": settings["dynamic"], "fullgraph": settings["fullgraph"]}
-    if settings["options"] and settings["backend"] == "inductor":
+def compile_kwargs(settings: ModeSettings) -> dict[str, Any]:
+    kwargs = {"backend": settings.backend, "dynamic": settings.dynamic, "fullgraph": settings.fullgraph}
+    if settings.options and settings.backend == "inductor":
         kwargs["options"] = inductor_options(settings)
-    elif settings["options"]:
-        kwargs.update(mode=settings["mode"], options=settings["options"])
+    elif settings.options:
+        kwargs.update(mode=settings.mode, options=settings.options)
     else:
-        kwargs["mode"] = settings["mode"]
+        kwargs["mode"] = settings.mode
     return kwargs
 
 
 def wrap(
-    module: nn.Module, settings: dict, inputs: tuple, *, device: str, dtype: str, workdir: str
+    module: nn.Module, settings: ModeSettings, inputs: tuple, *, device: str, dtype: str, workdir: str
 ) -> tuple[Callable, dict]:
     """The callable that runs `module` as `settings` say, and the seconds each step of preparing it took.
 
     Lazy modes (compile) compile on their first call; jit and export do their work here.
     """
-    kind = settings["kind"]
+    kind = settings.kind
     if kind == "eager":
         return module, {}
     if kind == "jit":
         return _torchscript(module, inputs, settings, device, dtype)
     if kind == "compile":
         compiled = torch.compile(module, **compile_kwargs(settings))
-        cudagraphs = settings["backend"] == "inductor" and inductor_options(settings).get("triton.cudagraphs")
+        cudagraphs = settings.backend == "inductor" and inductor_options(settings).get("triton.cudagraphs")
         if cudagraphs and device.startswith("cuda"):
             return _cuda_graph_steps(compiled), {}
         return compiled, {}
@@ -137,9 +139,11 @@ def _cuda_graph_steps(compiled: Callable) -> Callable:
     return step
 
 
-def _torchscript(module: nn.Module, inputs: tuple, settings: dict, device: str, dtype: str) -> tuple[Callable, dict]:
+def _torchscript(
+    module: nn.Module, inputs: tuple, settings: ModeSettings, device: str, dtype: str
+) -> tuple[Callable, dict]:
     """Trace or script, then freeze and optimize_for_inference where the settings say so (as the Graviton study)."""
-    method = settings["method"]
+    method = settings.method
     begin = time.perf_counter()
     try:
         with torch.no_grad(), precision(device, dtype):
@@ -148,9 +152,9 @@ def _torchscript(module: nn.Module, inputs: tuple, settings: dict, device: str, 
             else:
                 scripted = torch.jit.trace(module, inputs, strict=False, check_trace=False)
             scripted = scripted.eval()
-            if settings["freeze"]:
+            if settings.freeze:
                 scripted = torch.jit.freeze(scripted)
-            if settings["optimize_for_inference"]:
+            if settings.optimize_for_inference:
                 scripted = torch.jit.optimize_for_inference(scripted)
     except Exception as exc:  # TorchScript raises many types; all mean "cannot apply"
         raise Unsupported(f"TorchScript {method} failed: {type(exc).__name__}: {_first_line(exc)}") from exc
@@ -158,20 +162,20 @@ def _torchscript(module: nn.Module, inputs: tuple, settings: dict, device: str, 
 
 
 def _aot_inductor(
-    module: nn.Module, inputs: tuple, settings: dict, device: str, dtype: str, workdir: str
+    module: nn.Module, inputs: tuple, settings: ModeSettings, device: str, dtype: str, workdir: str
 ) -> tuple[Callable, dict]:
     """torch.export, then an AOTInductor package built and loaded, as a model is deployed without a Python compile."""
     begin = time.perf_counter()
     try:
         with torch.no_grad(), precision(device, dtype):
-            exported = torch.export.export(module, inputs, strict=settings["strict"])
+            exported = torch.export.export(module, inputs, strict=settings.strict)
     except Exception as exc:  # export reports an unexportable model through many exception types
         raise Unsupported(f"torch.export failed: {type(exc).__name__}: {_first_line(exc)}") from exc
     exported_at = time.perf_counter()
     package = Path(workdir) / "model.pt2"
     with precision(device, dtype):
         path = torch._inductor.aoti_compile_and_package(
-            exported, package_path=str(package), inductor_configs=dict(settings["options"])
+            exported, package_path=str(package), inductor_configs=dict(settings.options)
         )
     built_at = time.perf_counter()
     loaded = torch._inductor.aoti_load_package(path)
@@ -185,20 +189,20 @@ def _aot_inductor(
     return loaded, steps
 
 
-def check(name: str, settings: dict) -> dict:
+def check(name: str, settings: ModeSettings) -> dict:
     """Refuse, naming the config key, a backend or inductor setting that the installed torch does not know."""
-    kind = settings["kind"]
+    kind = settings.kind
     key = f"mode_definitions.{name}.{kind}"
     if kind == "compile":
         backends = torch._dynamo.list_backends(exclude_tags=())
-        if settings["backend"] not in backends:
+        if settings.backend not in backends:
             raise UserError(
-                f"Config key `{key}.backend` is {settings['backend']!r}, which torch {torch.__version__} does not "
+                f"Config key `{key}.backend` is {settings.backend!r}, which torch {torch.__version__} does not "
                 f"know: expected one of {', '.join(backends)}."
             )
     known = torch._inductor.config.get_config_copy()
-    if kind in modes.COMPILING_KINDS and (kind == "export" or settings["backend"] == "inductor"):
-        for option in settings["options"]:
+    if kind in modes.COMPILING_KINDS and (kind == "export" or settings.backend == "inductor"):
+        for option in settings.options:
             if option not in known:
                 close = difflib.get_close_matches(option, list(known), n=3)
                 hint = f" (did you mean {' or '.join(close)}?)" if close else ""
@@ -206,17 +210,17 @@ def check(name: str, settings: dict) -> dict:
                     f"Config key `{key}.options.{option}` is not an inductor setting that torch {torch.__version__} "
                     f"knows{hint}: expected a name from torch._inductor.config, such as freezing or cpp_wrapper."
                 )
-            value, default = settings["options"][option], known[option]
+            value, default = settings.options[option], known[option]
             if not _same_kind(value, default):
                 raise UserError(
                     f"Config key `{key}.options.{option}` is {value!r}, but inductor's `{option}` in torch "
                     f"{torch.__version__} takes a {type(default).__name__} (its default is {default!r}): expected a "
                     f"{type(default).__name__}, such as {default!r}."
                 )
-    record = {"mode": name, "settings": settings, "torch": torch.__version__}
-    if settings.get("quantize"):
-        record["quantization"] = quantization.check(f"mode_definitions.{name}.quantize", settings["quantize"])
-    if kind == "compile" and settings["backend"] == "inductor":
+    record = {"mode": name, "settings": settings.to_json(), "torch": torch.__version__}
+    if settings.quantize:
+        record["quantization"] = quantization.check(f"mode_definitions.{name}.quantize", settings.quantize)
+    if kind == "compile" and settings.backend == "inductor":
         record["inductor_options"] = inductor_options(settings)
     with configured(settings):
         record["configuration"] = configuration_in_effect(settings)
