@@ -31,7 +31,7 @@ from helpers import (
     write_config,
 )
 
-from compilebench import layout, pagefit, registry
+from compilebench import layout, pagefit, records, registry
 from compilebench.assets import sha256_of
 
 pytestmark = pytest.mark.slow
@@ -687,3 +687,22 @@ def test_hardware_resources_reach_only_that_hardwares_jobs(tmp_path):
             assert extra is None
         else:
             assert extra.group(1) == ("--exclusive --qos=high" if rule.endswith("_process") else "--qos=high")
+
+
+# The shared run has no shape stream and profiles nothing: those keys are declared for runs that do.
+NOT_IN_THE_SHARED_RUN = {"stream", "profile"}
+
+
+def test_every_key_of_a_real_record_and_result_is_declared_and_every_declared_key_occurs(finished):
+    project, _, _ = finished
+    for kind, folder, pattern in (
+        (records.Result, "runs", "*/*/*.json"),
+        (records.ProcessRecord, "processes", "*/*/*/*.json"),
+    ):
+        declared = set(kind.__required_keys__) | set(kind.__optional_keys__)
+        found = [json.loads(path.read_text()) for path in (project / "results" / folder).glob(pattern)]
+        assert found, folder
+        for record in found:
+            assert set(record) <= declared, (kind.__name__, record["model"], record["mode"], set(record) - declared)
+        seen = set().union(*map(set, found))
+        assert declared - seen == NOT_IN_THE_SHARED_RUN, (kind.__name__, declared - seen)
