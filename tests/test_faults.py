@@ -90,18 +90,18 @@ def test_a_batch_whose_activations_cannot_fit_is_refused_before_anything_is_allo
     are counted on the meta device, op by op, as they are made and freed."""
     from compilebench import models
 
-    spec = experiment("resnet", "eager")["spec"]
+    spec = experiment("resnet", "eager").spec
     per_image = (3 * 32 * 32 + 64 * 16 * 16) * 4  # the input and the first convolution's output, in float32
-    peak = models.estimated_activation_bytes("resnet", {**spec, "batch_size": 64})
+    peak = models.estimated_activation_bytes("resnet", spec.replace(batch_size=64))
     assert 64 * per_image <= peak <= 10 * 64 * per_image
-    assert models.estimated_activation_bytes("llama", experiment("llama", "eager")["spec"]) > 0  # transformers too
-    huge = {**spec, "batch_size": 1_000_000}
+    assert models.estimated_activation_bytes("llama", experiment("llama", "eager").spec) > 0  # transformers too
+    huge = spec.replace(batch_size=1_000_000)
     with pytest.raises(models.ModelError) as refused:
         models.check_fits("resnet", huge, "cpu")
     message = str(refused.value)
     assert message.startswith("Config key `models.resnet`: one forward pass at batch_size 1000000 needs about")
     assert "smaller batch_size" in message
-    models.check_fits("resnet", {**spec, "batch_size": 64}, "cpu")  # what fits passes
+    models.check_fits("resnet", spec.replace(batch_size=64), "cpu")  # what fits passes
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
