@@ -8,7 +8,13 @@ from helpers import ASSETS_MIRROR, measured, tiny_config, word_tokenizer
 
 from compilebench import config as configuration
 from compilebench.errors import UserError
+from compilebench.experiment import ModelSpec
 from compilebench.models import build
+
+
+def spec_of(raw: dict, model: str) -> ModelSpec:
+    """A model entry of a raw config, as its experiments run it."""
+    return configuration.experiment(configuration.validate(raw), model, "eager", "cpu", any_mode=True).spec
 
 
 def test_torchvision_state_dict_by_path(tmp_path):
@@ -18,9 +24,7 @@ def test_torchvision_state_dict_by_path(tmp_path):
     saved = torchvision.models.resnet18(num_classes=10).eval()
     path = tmp_path / "resnet.pt"
     torch.save(saved.state_dict(), path)
-    spec = configuration.validate(tiny_config({"r": {**tiny_config()["models"]["resnet"], "weights": str(path)}}))[
-        "models"
-    ]["r"]
+    spec = spec_of(tiny_config({"r": {**tiny_config()["models"]["resnet"], "weights": str(path)}}), "r")
     bundle = build("r", spec, seed=0, device="cpu")
     with torch.no_grad():
         assert torch.equal(bundle.module(*bundle.inputs), saved(*bundle.inputs))
@@ -34,9 +38,7 @@ class Payload:
 def test_a_checkpoint_whose_pickle_would_run_code_is_refused_naming_the_file(tmp_path, capsys):
     path = tmp_path / "resnet.pt"
     torch.save({"conv1.weight": torch.zeros(1), "payload": Payload()}, path)
-    spec = configuration.validate(tiny_config({"r": {**tiny_config()["models"]["resnet"], "weights": str(path)}}))[
-        "models"
-    ]["r"]
+    spec = spec_of(tiny_config({"r": {**tiny_config()["models"]["resnet"], "weights": str(path)}}), "r")
     with pytest.raises(UserError) as refused:
         build("r", spec, seed=0, device="cpu")
     message = str(refused.value)
@@ -54,7 +56,7 @@ def test_transformers_save_pretrained_directory_with_prompt(tmp_path):
     word_tokenizer(raw["config"]["vocab_size"]).save_pretrained(tmp_path / "distil")
     entry = {**raw, "weights": str(tmp_path / "distil"), "prompt": "the dog is a samoyed"}
     config = configuration.validate(tiny_config({"d": entry}))
-    bundle = build("d", config["models"]["d"], seed=0, device="cpu")
+    bundle = build("d", configuration.experiment(config, "d", "eager", "cpu").spec, seed=0, device="cpu")
     assert bundle.inputs[0].tolist() == [[5, 6, 7, 8, 9]]
     with torch.no_grad():
         assert torch.allclose(bundle.module(*bundle.inputs), model(input_ids=bundle.inputs[0]).logits)
@@ -70,7 +72,7 @@ def test_image_file_goes_through_imagenet_preprocessing():
         "image_size": 224,
         "batch_size": 2,
     }
-    bundle = build("r", configuration.validate(tiny_config({"r": entry}))["models"]["r"], seed=0, device="cpu")
+    bundle = build("r", spec_of(tiny_config({"r": entry}), "r"), seed=0, device="cpu")
     image = bundle.inputs[0]
     assert image.shape == (2, 3, 224, 224)
     assert torch.equal(image[0], image[1])
@@ -86,4 +88,4 @@ def test_prompt_longer_than_context_is_refused_when_the_model_is_built(tmp_path)
     AutoModelForCausalLM.from_config(AutoConfig.for_model("llama", **raw["config"])).save_pretrained(tmp_path / "llama")
     entry = {**raw, "weights": str(tmp_path / "llama"), "seq_len": 62, "new_tokens": 4}
     with pytest.raises(ModelError, match="context is 64"):
-        build("l", configuration.validate(tiny_config({"l": entry}))["models"]["l"], seed=0, device="cpu")
+        build("l", spec_of(tiny_config({"l": entry}), "l"), seed=0, device="cpu")
