@@ -325,9 +325,9 @@ def measure_stream(process: Process) -> dict:
         **record,
         "compiler": process.health.report(),
         "correctness": {
-            "passed": stream.correct,
+            "passed": stream["correct"],
             "rule": "stream",
-            "criterion": f"at every distinct {stream.axis}: the mode's output against eager's at that shape",
+            "criterion": f"at every distinct {stream['axis']}: the mode's output against eager's at that shape",
         },
     }
 
