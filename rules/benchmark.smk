@@ -15,7 +15,7 @@ rule reference_output:
         benchmark_slot=1,
     params:
         experiment=get_reference_experiment,
-        code=MEASURING_CODE,
+        code=code_of("reference_output"),
     script:
         "../scripts/reference_output.py"
 
@@ -45,7 +45,7 @@ rule benchmark_cold_process:
     params:
         experiment=get_experiment,
         process=1,
-        code=MEASURING_CODE,
+        code=code_of("benchmark_process"),
     script:
         "../scripts/benchmark_process.py"
 
@@ -74,7 +74,7 @@ rule benchmark_warm_process:
     params:
         experiment=get_experiment,
         process=get_process_number,
-        code=MEASURING_CODE,
+        code=code_of("benchmark_process"),
     script:
         "../scripts/benchmark_process.py"
 
@@ -95,6 +95,6 @@ rule benchmark_run:
         benchmark_slot=1,
     params:
         experiment=get_experiment,
-        code=RESULT_CODE,
+        code=code_of("benchmark_result"),
     script:
         "../scripts/benchmark_result.py"

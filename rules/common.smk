@@ -170,13 +170,13 @@ def project_relative(paths):
 
 
 REPORT_DIR = Path(os.path.relpath(Path(workflow.basedir) / "report"))
-# What the package code each kind of job runs does (its modules follow from their imports), as a param: a job
-# reruns when that code changes in what it does, never for a comment, a docstring or another module's edit.
-MEASURING_CODE = codebase.fingerprint(codebase.MEASURING)
-RESULT_CODE = codebase.fingerprint(codebase.RESULT)
-TABLE_CODE = codebase.fingerprint(codebase.TABLES)
-REPORT_CODE = codebase.fingerprint(codebase.REPORT)
-PYTHON_ENV_CODE = codebase.fingerprint(codebase.PYTHON_ENV)
+
+
+def code_of(script):
+    """What the package code a rule's script runs does (its modules follow from the script's imports), as the
+    rule's `code` param: a job reruns when that code changes in what it does, never for a comment, a docstring
+    or an edit of a module it does not run."""
+    return codebase.script_fingerprint(script)
 
 
 def figure_outputs(ext, in_report=False):
@@ -237,7 +237,7 @@ def table_inputs(spec):
 def table_params(spec):
     return {
         "table": spec.name,
-        "code": TABLE_CODE,
+        "code": code_of("table"),
         **{
             key: WORKFLOW_TABLE_SETTINGS.get(key) or get_table_setting(key)
             for key in spec.settings

@@ -13,7 +13,7 @@ rule python_env:
         benchmark_slot=1,  # pip unpacking torch would skew a measurement running beside it
     params:
         requirements=get_python_env_requirements_path,
-        code=PYTHON_ENV_CODE,
+        code=code_of("python_env"),
     script:
         "../scripts/python_env.py"
 
@@ -37,7 +37,7 @@ checkpoint environment_record:
         entry=get_hardware_settings,
         skip_if_absent=get_skip_if_absent,
         deciding_host=get_deciding_host,
-        code=MEASURING_CODE,
+        code=code_of("environment_record"),
     script:
         "../scripts/environment_record.py"
 
@@ -58,6 +58,6 @@ rule mode_check:
     params:
         settings=get_mode_check_settings,
         entry=get_hardware_settings,
-        code=MEASURING_CODE,
+        code=code_of("mode_check"),
     script:
         "../scripts/mode_check.py"

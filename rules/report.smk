@@ -9,7 +9,7 @@ rule figures:
     conda:
         "../envs/cpu.yaml"
     params:
-        code=REPORT_CODE,
+        code=code_of("figures"),
     script:
         "../scripts/figures.py"
 
@@ -31,7 +31,7 @@ rule paper_html:
     params:
         config=get_config_as_run(),
         command=get_command_line(),
-        code=REPORT_CODE,
+        code=code_of("paper"),
     script:
         "../scripts/paper.py"
 
@@ -53,7 +53,7 @@ rule paper_pdf:
     params:
         config=get_config_as_run(),
         command=get_command_line(),
-        code=REPORT_CODE,
+        code=code_of("paper"),
     script:
         "../scripts/paper.py"
 

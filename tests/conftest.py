@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import ASSETS_MIRROR, TINY_MODELS, copy_project, planned_outputs, snakemake, tiny_workflow_config
+from helpers import copy_project, planned_outputs, shared_run_config, snakemake
 
 # Tests that do not measure compile time share one inductor cache, to keep CI quick.
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path.home() / ".cache" / "compilebench-tests-inductor"))
@@ -25,31 +25,13 @@ def config_file(tmp_path):
     return write
 
 
-QUANTIZED_MODES = {
-    "compile-int8": {"kind": "compile", "quantize": {"method": "int8_weight_only"}},
-    "eager-int8": {"kind": "eager", "quantize": {"method": "int8_weight_only"}},
-}
-
-
 @pytest.fixture(scope="session")
 def finished(tmp_path_factory):
     """The one finished tiny run most end-to-end tests assert on: every stage to the paper, a defined mode, a
     sweep, warm starts, compile traces, an unsupported mode, one model whose reference cannot be computed, one
     measured in two processes (in rounds), and torchao quantized modes beside their unquantized baselines (a CNN
     compiled, a generator in eager). Tests that change it leave it whole again."""
-    import torch
-
-    config = tiny_workflow_config(ASSETS_MIRROR)
-    wrong = tmp_path_factory.mktemp("weights") / "other_architecture.pt"
-    torch.save({"layer.weight": torch.zeros(2, 2)}, wrong)  # a real checkpoint, but not of a resnet18
-    config["models"]["broken"] = {**TINY_MODELS["resnet"], "weights": str(wrong), "modes": ["eager", "compile-default"]}
-    # One model's compiles start again, warm, and keep their TORCH_TRACE log, rendered by tlparse.
-    config["models"]["resnet"]["measure"] = {"warm_start": True, "compile_trace": True}
-    config["models"]["llama"]["measure"] = {"processes": 2}
-    config["mode_definitions"].update(QUANTIZED_MODES)
-    config["modes"] += list(QUANTIZED_MODES)
-    config["models"]["resnet"]["modes"].append("compile-int8")
-    config["models"]["llama"]["modes"].append("eager-int8")
+    config = shared_run_config(tmp_path_factory.mktemp("weights"))
     project = copy_project(tmp_path_factory.mktemp("project"), config)
     runs = {o for o in planned_outputs(project) if o.startswith("results/runs/")}
     done = snakemake(project)

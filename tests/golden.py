@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import yaml
-from helpers import ASSETS_MIRROR, ROOT, TINY_MODELS, tiny_config, tiny_workflow_config
+from helpers import ASSETS_MIRROR, ROOT, shared_run_config, tiny_config, tiny_workflow_config
 
 from compilebench import config as configuration
 
@@ -33,36 +33,12 @@ def _merged(overlay: str) -> dict:
     return base
 
 
-def _shared_run() -> dict:
-    """The shared run's config as tests/conftest.py builds it (its broken model's weights at a fixed path)."""
-    config = tiny_workflow_config(ASSETS_MIRROR)
-    weights = Path("/tmp/compilebench-golden/other_architecture.pt")
-    weights.parent.mkdir(parents=True, exist_ok=True)
-    if not weights.is_file():
-        import torch
-
-        torch.save({"layer.weight": torch.zeros(2, 2)}, weights)
-    config["models"]["broken"] = {**TINY_MODELS["resnet"], "weights": str(weights)}
-    config["models"]["broken"]["modes"] = ["eager", "compile-default"]
-    config["models"]["resnet"]["measure"] = {"warm_start": True, "compile_trace": True}
-    config["models"]["llama"]["measure"] = {"processes": 2}
-    config["mode_definitions"].update(
-        {
-            "compile-int8": {"kind": "compile", "quantize": {"method": "int8_weight_only"}},
-            "eager-int8": {"kind": "eager", "quantize": {"method": "int8_weight_only"}},
-        }
-    )
-    config["modes"] += ["compile-int8", "eager-int8"]
-    config["models"]["resnet"]["modes"].append("compile-int8")
-    config["models"]["llama"]["modes"].append("eager-int8")
-    return config
-
-
 def configs() -> dict[str, dict]:
     named = {path: _merged(path) for path in SHIPPED}
     named["tests:tiny_config"] = tiny_config()
     named["tests:tiny_workflow_config"] = tiny_workflow_config(ASSETS_MIRROR)
-    named["tests:shared_run"] = _shared_run()
+    # the shared run's broken checkpoint at a fixed path, so that its fingerprints do not depend on a tmp folder
+    named["tests:shared_run"] = shared_run_config(Path("/tmp/compilebench-golden"))
     return named
 
 

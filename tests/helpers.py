@@ -146,6 +146,33 @@ def tiny_workflow_config(mirror: Path) -> dict:
     }
 
 
+QUANTIZED_MODES = {
+    "compile-int8": {"kind": "compile", "quantize": {"method": "int8_weight_only"}},
+    "eager-int8": {"kind": "eager", "quantize": {"method": "int8_weight_only"}},
+}
+
+
+def shared_run_config(weights_folder: Path) -> dict:
+    """The config of the one finished tiny run most end-to-end tests assert on (conftest's `finished`): its broken
+    model's checkpoint (real, but not of a resnet18) is written into `weights_folder`."""
+    import torch
+
+    wrong = weights_folder / "other_architecture.pt"
+    if not wrong.is_file():
+        weights_folder.mkdir(parents=True, exist_ok=True)
+        torch.save({"layer.weight": torch.zeros(2, 2)}, wrong)
+    config = tiny_workflow_config(ASSETS_MIRROR)
+    config["models"]["broken"] = {**TINY_MODELS["resnet"], "weights": str(wrong), "modes": ["eager", "compile-default"]}
+    # One model's compiles start again, warm, and keep their TORCH_TRACE log, rendered by tlparse.
+    config["models"]["resnet"]["measure"] = {"warm_start": True, "compile_trace": True}
+    config["models"]["llama"]["measure"] = {"processes": 2}
+    config["mode_definitions"].update(QUANTIZED_MODES)
+    config["modes"] += list(QUANTIZED_MODES)
+    config["models"]["resnet"]["modes"].append("compile-int8")
+    config["models"]["llama"]["modes"].append("eager-int8")
+    return config
+
+
 def copy_project(dest: Path, config: dict) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     for part in PROJECT_PARTS:

@@ -18,6 +18,7 @@ from synthetic import synthetic_results
 from compilebench import cli, comparisons, jobs, summaries, thresholds
 from compilebench import config as configuration
 from compilebench.comparisons import Timed, paired
+from compilebench.results import write_json
 
 
 def compilebench(*args, cwd=None) -> subprocess.CompletedProcess:
@@ -299,6 +300,29 @@ def test_an_experiment_in_three_processes_keeps_each_and_pools_them_with_two_lev
     assert combined["warm_starts"]["warm"]["first_call_s"] == 2.0
     assert [len(p["latency_ms"]) for p in combined["processes"]] == [40, 40, 40]
     assert comparisons.speedup(combined).value == pytest.approx(combined["speedup"]["value"])
+
+
+def test_processes_measured_with_another_torch_fail_the_experiment_naming_both_values(tmp_path):
+    """As a SLURM job that landed on a node of another kind: the records are refused, not pooled, and the result is
+    a failed experiment rather than a stopped pipeline."""
+    rng = np.random.default_rng(3)
+    raw = tiny_config({"resnet": TINY_MODELS["resnet"]}, modes=["compile-default"])
+    raw["measure"]["processes"] = 2
+    exp = configuration.experiment(configuration.validate(raw), "resnet", "compile-default", "cpu")
+    paths = []
+    for k, torch_version in enumerate(("2.14.1", "2.13.0+cpu"), 1):
+        record = process_record(1.0, 1.0, rng)
+        record.update(experiment_sha256=exp.digest(), mode="compile-default", model="resnet")
+        record["environment"] = {"ran_on": {"torch": torch_version, "device_name": "CPU", "threads": 2}}
+        paths.append(tmp_path / f"{k}.json")
+        write_json(paths[-1], record)
+    result = summaries.result_job(exp, paths, tmp_path / "result.json")
+    assert result["status"] == "failed" and json.loads((tmp_path / "result.json").read_text()) == result
+    message = result["error"]["message"]
+    assert "environment.ran_on.torch '2.14.1'" in message and "'2.13.0+cpu'" in message
+    assert "results/processes/cpu/resnet/compile-default/" in message
+    same = summaries.combine(exp, [json.loads(p.read_text()) for p in paths[:1]] * 2, [])
+    assert same["status"] == "ok" and len(same["processes"]) == 2  # alike, they pool
 
 
 def test_a_run_beside_a_cpu_hog_per_core_is_unstable_and_compare_does_not_call_it_a_regression(finished, tmp_path):

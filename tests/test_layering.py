@@ -145,13 +145,17 @@ assert runner.run(Experiment.from_json(spec["benchmark"]))["status"] == "ok"
 print(json.dumps(sorted(m.split(".")[1] for m in sys.modules if m.startswith("compilebench."))))
 """
     loaded = set(json.loads(fresh_python(code).strip().splitlines()[-1]))
-    derived = set(codebase.closure(codebase.MEASURING))
+    scripts = ("environment_record", "reference_output", "benchmark_process")
+    derived = set(codebase.closure(tuple(r for name in scripts for r in codebase.script_roots(name))))
     assert loaded <= derived, loaded - derived
     assert {"runner", "worker", "timing", "jobs"} <= loaded
+    assert "worker" in codebase.script_roots("benchmark_process")  # started through `supervise`, not imported
 
 
-@pytest.mark.parametrize("roots", [codebase.TABLES, codebase.REPORT, codebase.RESULT])
-def test_table_report_and_result_rules_run_within_their_derived_code(roots):
+@pytest.mark.parametrize("script", ["table", "figures", "paper", "benchmark_result"])
+def test_table_report_and_result_rules_run_within_their_derived_code(script):
+    roots = codebase.script_roots(script)
+    assert "worker" not in roots
     code = "; ".join(f"import compilebench.{name}" for name in roots)
     code += (
         "\nimport sys\nprint(' '.join(sorted(m.split('.')[1] for m in sys.modules if m.startswith('compilebench.'))))"

@@ -372,11 +372,15 @@ def test_a_statistics_edit_rebuilds_results_from_their_records_without_measuring
     source = project / "src" / "compilebench" / "stats.py"
     runs = project / "results" / "runs" / "cpu"
     before = {p: json.loads(p.read_text()) for p in runs.glob("*/*.json")}
+    made = {p: p.stat().st_mtime_ns for p in runs.glob("*/*.json")}
+    records = {p: p.stat().st_mtime_ns for p in (project / "results" / "processes").glob("*/*/*/*.json")}
     with edited(source, source.read_text() + "\nESTIMATOR_REVISION = 2\n"):
         planned = planned_outputs(project)
         assert expected_runs(config) <= planned
         assert not any(o.startswith(MEASURING) for o in planned), planned
         snakemake(project)
+    assert all(p.stat().st_mtime_ns != mtime for p, mtime in made.items())  # every result was made again
+    assert all(p.stat().st_mtime_ns == mtime for p, mtime in records.items())  # from records measured before
     after = {p: json.loads(p.read_text()) for p in runs.glob("*/*.json")}
     assert after == before
     snakemake(project)  # the edit undone: once more from the records, to the same results

@@ -1,8 +1,9 @@
 """The package's own code as the workflow sees it: which modules each job runs, and what that code does.
 
-A job's code is the modules its entry imports, followed through the package (imports inside functions
-included; `TYPE_CHECKING` blocks left out, since they never run). What the code does is fingerprinted by its
-syntax tree without docstrings, so a comment or a docstring reworded changes no fingerprint and reruns nothing.
+A job's code is the modules its script (`scripts/NAME.py`) imports, followed through the package (imports inside
+functions included; `TYPE_CHECKING` blocks left out, since they never run), and the worker's where that code
+starts one. What the code does is fingerprinted by its syntax tree without docstrings, so a comment or a
+docstring reworded changes no fingerprint and reruns nothing.
 """
 
 from __future__ import annotations
@@ -18,14 +19,9 @@ from pathlib import Path
 PACKAGE = "compilebench"
 HERE = Path(__file__).parent
 
-# The entry of each kind of job, as the workflow runs it. A measuring job runs its parent side (`jobs`) and, in
-# a process of its own, the worker; a result job combines process records; tables, figures and the paper run
-# the report side.
-MEASURING = ("jobs", "worker")
-RESULT = ("summaries",)
-TABLES = ("registry",)
-REPORT = ("registry", "figures", "paper", "standalone")
-PYTHON_ENV = ("pyenv",)
+SCRIPTS = HERE.parents[1] / "scripts"
+# Code that reaches this module starts `python -m compilebench.worker`, whose code then runs too.
+STARTS_THE_WORKER = "supervise"
 
 
 def module_names() -> list[str]:
@@ -148,6 +144,18 @@ class _WithoutDocstrings(ast.NodeTransformer):
 def meaning(name: str) -> str:
     """The digest of what module `name` does: its syntax tree, docstrings and comments left out."""
     return _facts(name)[1]
+
+
+def script_roots(name: str) -> tuple[str, ...]:
+    """The package's modules that job script `name` imports, and the worker where their code starts it."""
+    tree = ast.parse((SCRIPTS / f"{name}.py").read_text(), filename=f"{name}.py")
+    roots = tuple(sorted(_imported(tree) & set(module_names())))
+    return (*roots, "worker") if STARTS_THE_WORKER in closure(roots) else roots
+
+
+def script_fingerprint(name: str) -> str:
+    """The fingerprint of the code that job script `name` runs: its rule's `code` param."""
+    return fingerprint(script_roots(name))
 
 
 def fingerprint(roots: tuple[str, ...]) -> str:

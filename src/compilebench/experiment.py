@@ -32,6 +32,10 @@ class Part:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]):
+        return cls._read(data)
+
+    @classmethod
+    def _read(cls, data: Mapping[str, Any]):
         known = {f.name: f for f in dataclasses.fields(cls) if f.init}
         unknown = sorted(set(data) - set(known))
         if unknown:
@@ -93,12 +97,14 @@ class ModeSettings(Part):
     kind: ClassVar[str]
     quantize: Quantize | None = _optional(Quantize)
 
-    @staticmethod
-    def from_json(data: Mapping[str, Any]) -> ModeSettings:
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ModeSettings:
+        """The settings of the kind `data` names: read as that kind's own class."""
         kinds = {c.kind: c for c in (EagerSettings, JitSettings, CompileSettings, ExportSettings)}
-        if data.get("kind") not in kinds:
+        kind = kinds.get(data.get("kind"))
+        if kind is None or cls not in (ModeSettings, kind):
             raise ValueError(f"mode settings of kind {data.get('kind')!r}: expected one of {', '.join(kinds)}")
-        return Part.from_json.__func__(kinds[data["kind"]], {k: v for k, v in data.items() if k != "kind"})
+        return kind._read({k: v for k, v in data.items() if k != "kind"})
 
     def to_json(self) -> dict[str, Any]:
         return canonical({"kind": self.kind, **super().to_json()})
@@ -162,10 +168,6 @@ class ModelSpec(Part):
     stream: Stream | None = _optional(Stream)
     stream_of: str | None = _optional()
 
-    def with_(self, **values) -> ModelSpec:
-        """The same model at other shape settings (a stream's call, a sweep's point)."""
-        return dataclasses.replace(self, **values)
-
 
 @dataclass(frozen=True)
 class Measure(Part):
@@ -203,20 +205,13 @@ class Experiment(Part):
     hardware: str
     seed: int
     spec: ModelSpec = _part(ModelSpec)
-    device: str = "cpu"
-    hardware_env: dict[str, str] = field(default_factory=dict)
-    threads: int | None = None
+    device: str
+    hardware_env: dict[str, str]
+    threads: int | None
     mode: str | None = _optional()
     mode_settings: ModeSettings | None = _optional(ModeSettings)
     measure: Measure | None = _optional(Measure)
     python_env: str | None = _optional()  # the platform's own Python environment (envs/NAME.txt), where it has one
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Experiment:
-        for key in ("device", "hardware_env", "threads"):
-            if key not in data:
-                raise ValueError(f"Experiment has no {key}")
-        return super().from_json(data)
 
     @property
     def name(self) -> str:

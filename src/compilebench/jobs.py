@@ -232,17 +232,17 @@ def process_job(
             return _write_stopped(exp, out, "timeout", started_at, message)
         if returncode != 0 or not Path(out).exists():
             return _write_stopped(exp, out, "failed", started_at, f"the benchmark process {death(returncode)}")
-        result = read_json(out)
+        record = read_json(out)
         if trace_dir:
-            result["compile_trace"] = _render_compile_trace(trace_dir)
-            write_json(out, result)
-        if result["status"] == "ok" and process == 1 and _warm_starts_wanted(exp):
-            result.update(warm_starts=_warm_starts(exp, python, cache_env, artifacts, scratch, deadline))
-            result["finished_at"] = now()
-            write_json(out, result)
+            record["compile_trace"] = _render_compile_trace(trace_dir)
+            write_json(out, record)
+        if record["status"] == "ok" and process == 1 and _warm_starts_wanted(exp):
+            record.update(warm_starts=_warm_starts(exp, python, cache_env, artifacts, scratch, deadline))
+            record["finished_at"] = now()
+            write_json(out, record)
         if process == 1 and private and (scratch / "caches").is_dir():
             shutil.copytree(scratch / "caches", caches, dirs_exist_ok=True)
-    return result
+    return record
 
 
 def _not_ok(record_path: str | Path | None) -> ErrorInfo | None:

@@ -77,20 +77,20 @@ def run(
     environment: dict | None = None,
     caches_given: bool = False,
     cache_artifacts: str | None = None,
-    profile: bool = True,
+    with_profile: bool = True,
 ) -> dict:
     """Measure one experiment in this process and return its process record: raw samples and what was seen, no
     summaries (`summaries` makes the result). Never raises: a failure becomes the record's status.
 
     `caches_given`: the job has pointed inductor and Triton at caches of its own (which a warm start then
     reuses), so no private ones are made here. `cache_artifacts`: where to save torch's portable cache artifacts
-    after the first call, for a start from them. `profile`: False where only another process profiles."""
+    after the first call, for a start from them. `with_profile`: False where only another process profiles."""
     record = {**result_header(exp), "environment": environment or {}}
     try:
         with ExitStack() as stack:
             if exp.measure.private_cache and not caches_given:
                 stack.enter_context(private_compile_cache())
-            record.update(measure(exp, reference, cache_artifacts, profile))
+            record.update(measurement(exp, reference, cache_artifacts, with_profile))
     except Unsupported as exc:
         record.update(result_header(exp, "unsupported", str(exc), started_at=record["started_at"]))
     except Exception as exc:  # any failure is data, reported with its reason
@@ -102,7 +102,7 @@ def run(
         )
     finally:
         record["finished_at"] = now()
-    log.info("%s/%s/%s: %s", exp.hardware, exp.model, exp.mode, record["status"])
+    log.info("%s: %s", exp.name, record["status"])
     return record
 
 
@@ -157,8 +157,8 @@ def measuring_process(exp: Experiment) -> Iterator[Process]:
             yield Process(exp, model, timing.Clock(device), workdir, memory, health, wrappers.generated_code())
 
 
-def measure(
-    exp: Experiment, reference: dict | None = None, cache_artifacts: str | None = None, profiled: bool = True
+def measurement(
+    exp: Experiment, reference: dict | None = None, cache_artifacts: str | None = None, with_profile: bool = True
 ) -> dict:
     """The measurement, phase by phase: build, prepare, first call, warm-up and block plan, steady state and
     interleaved timing, outputs, profile, workload, then correctness against the reference."""
@@ -177,7 +177,7 @@ def measure(
             log.warning("other work used the machine while this process measured: %s", machine)
         outputs = final_outputs(prepared)
         seen = {"memory": process.memory.report(), "compiler": process.health.report()}
-        profiled = profile(process, prepared) if profiled else None
+        profiled = profile(process, prepared) if with_profile else None
         work = workload(process.model, exp.spec, prepared.quantization)
     if reference is None:
         log.info("computing the eager float32 reference")

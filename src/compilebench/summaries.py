@@ -22,7 +22,7 @@ import numpy as np
 from . import stats
 from .errors import UserError
 from .experiment import Experiment
-from .records import ProcessRecord, Result
+from .records import ProcessRecord, Result, now, result_header
 from .results import read_json, write_json
 
 log = logging.getLogger(__name__)
@@ -55,10 +55,13 @@ def result_job(exp: Experiment, process_records: list[str | Path], out: str | Pa
                 continue
             notes.append(f"process {k} of {wanted} was {record['status']}: {record['error']['message']}")
             log.error("%s; the result rests on the others", notes[-1])
-    result = combine(exp, finished, notes)
+    try:
+        result = combine(exp, finished, notes)
+    except DisagreeingProcesses as refused:  # a failed experiment, not a stopped pipeline
+        log.error("%s", refused)
+        result = {**result_header(exp, "failed", str(refused), started_at=first["started_at"]), "finished_at": now()}
     counted = len(result["processes"]) if result["status"] == "ok" else 0
-    name = f"{exp.hardware}/{exp.model}/{exp.mode}"
-    log.info("%s: %s, from %d of %d process(es)", name, result["status"], counted, wanted)
+    log.info("%s: %s, from %d of %d process(es)", exp.name, result["status"], counted, wanted)
     write_json(out, result)
     return result
 
@@ -111,8 +114,8 @@ def check_agreement(records: list[ProcessRecord]) -> None:
                 name = f"{first['hardware']}/{first['model']}/{first['mode']}"
                 raise DisagreeingProcesses(
                     f"The processes of {name} were not measured alike: process 1 has {key} {one!r}, process {k} "
-                    f"{other!r}. Their samples cannot be pooled; pin the hardware entry's jobs to one kind of "
-                    "machine (its `resources`) and delete results/processes/ of this experiment to measure again."
+                    f"{other!r}. Their samples cannot be pooled: pin the hardware entry's jobs to one kind of "
+                    f"machine (its `resources`), then delete results/processes/{name}/ to measure it again."
                 )
 
 
@@ -156,7 +159,7 @@ def process_entry(record: ProcessRecord, seed: int) -> dict:
         "compile_s": record["compile_s"],
         "correct": (record.get("correctness") or {}).get("passed"),
         "machine": record.get("machine"),
-        "hostname": _ran_on(record).get("hostname"),
+        "hostname": (record.get("environment") or {}).get("hostname"),
         "started_at": record["started_at"],
         "finished_at": record["finished_at"],
     }
@@ -196,7 +199,7 @@ def warm_start_fields(exp: Experiment, records: list[ProcessRecord]) -> dict:
     if starts is not None:
         fields["warm_starts"] = starts
         fields["compile_bundle_s"] = (starts["bundle"] or {}).get("first_call_s")
-        if len(records) == 1 and exp.measure.processes == 1:
+        if exp.measure.processes == 1:
             fields["compile_warm_s"] = (starts["warm"] or {}).get("first_call_s")
     warm = warm_start_samples(records, kind)
     if exp.measure.processes > 1 and warm:

@@ -107,9 +107,13 @@ def measure(request: MeasureRequest) -> None:
         if request.env_record
         else env.record(exp.hardware, {"device": exp.device, "env": exp.hardware_env})
     )
-    environment = {**env.summary(full_env), "record": request.env_record, "ran_on": ran_on(exp.device)}
-    # kept beside `ran_on` for the tables that read them
-    environment.update(hostname=environment["ran_on"]["hostname"], slurm=env.slurm_info())
+    environment = {
+        **env.summary(full_env),
+        "record": request.env_record,
+        "hostname": platform.node(),
+        "slurm": env.slurm_info(),
+        "ran_on": ran_on(exp.device),
+    }
     ref = torch.load(request.reference, weights_only=True) if request.reference else None
     record = run(
         exp,
@@ -117,20 +121,20 @@ def measure(request: MeasureRequest) -> None:
         environment=environment,
         caches_given=request.caches_given,
         cache_artifacts=request.cache_artifacts,
-        profile=request.profile,
+        with_profile=request.profile,
     )
     write_json(request.out, record)
 
 
 def ran_on(device: str) -> dict:
-    """Where this process measured, as it sees it: on a cluster, not necessarily the environment record's node."""
+    """What this process measured with, as it sees it (on a cluster, not necessarily what the environment record's
+    node had): what every process of one experiment must share."""
     import torch
 
     from . import env
 
     on_gpu = device == "cuda" and torch.cuda.is_available()
     return {
-        "hostname": platform.node(),
         "torch": torch.__version__,
         "device_name": torch.cuda.get_device_name() if on_gpu else env.cpu_info()["model"],
         "threads": torch.get_num_threads(),
