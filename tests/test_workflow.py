@@ -378,7 +378,7 @@ def test_a_statistics_edit_rebuilds_results_from_their_records_without_measuring
         planned = planned_outputs(project)
         assert expected_runs(config) <= planned
         assert not any(o.startswith(MEASURING) for o in planned), planned
-        snakemake(project)
+        snakemake(project, *sorted(expected_runs(config)))  # the results alone: the tables follow below
     assert all(p.stat().st_mtime_ns != mtime for p, mtime in made.items())  # every result was made again
     assert all(p.stat().st_mtime_ns == mtime for p, mtime in records.items())  # from records measured before
     after = {p: json.loads(p.read_text()) for p in runs.glob("*/*.json")}
