@@ -244,6 +244,26 @@ def test_the_two_level_interval_covers_a_shift_between_processes_that_the_pooled
     assert covered["pooled"] / trials <= 0.4, covered  # samples of one process taken as independent: too narrow
 
 
+@pytest.mark.parametrize("processes", [2, 3])
+def test_two_or_three_processes_a_side_give_intervals_that_cover_as_often_as_they_claim(processes):
+    """Resampling two processes spans only the range between them (it covered the truth in half the trials), and
+    an A/A between two such runs called one faster; the interval must hold its 95% with few processes too."""
+    rng, trials = np.random.default_rng(11), 150
+    covered = {"paired": 0, "unpaired": 0}
+
+    def side():
+        return [Timed(rng.normal(5 * np.exp(rng.normal(0, 0.05)), 0.05, 40), 4) for _ in range(processes)]
+
+    for trial in range(trials):
+        speedup = paired(shifted_processes(rng, processes), resamples=400, seed=trial)
+        covered["paired"] += speedup.ci95[0] <= 2.0 <= speedup.ci95[1]
+        same = comparisons.unpaired(side(), side(), resamples=400, seed=trial)
+        covered["unpaired"] += same.ci95[0] <= 1.0 <= same.ci95[1]
+        assert same.interval == "two-level" and same.processes == (processes, processes)
+    assert min(covered.values()) / trials >= 0.9, covered
+    assert max(covered.values()) / trials <= 0.99, covered  # not so wide that it could never tell
+
+
 def test_one_process_is_its_own_block_bootstrap():
     pairs = shifted_processes(np.random.default_rng(6), 1)
     alone, (a, b) = paired(pairs, resamples=500, seed=3), pairs[0]

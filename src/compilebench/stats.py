@@ -3,9 +3,10 @@ medians with their bootstrap intervals, and the one rule that reads an interval:
 
 A ratio of medians (`Ratio`) is read as a speedup: base over new, so that above 1 the new side is faster. Its
 sides are processes' samples, each process timed in interleaved blocks. Within a process, whole blocks are
-resampled (a slow stretch of the machine stays in one unit); across processes, the processes are resampled first
-(each fresh process lands in its own state, and between processes the variance is larger): the two-level
-bootstrap. With one process a side, it is that process's block bootstrap.
+resampled (a slow stretch of the machine stays in one unit); across processes (each fresh process lands in its own
+state, and between processes the variance is larger), the mean of the processes' values is drawn from Student's t
+with the processes' own spread: the two-level interval (two sides measured in different processes, each with
+several, by Welch's t). With one process a side, it is that process's block bootstrap.
 
 Samples are read from a record of processes (`timed`): a result, or a process record as a worker wrote it.
 """
@@ -119,13 +120,22 @@ def paired(pairs: list[tuple[Timed, Timed]], *, resamples: int = 2000, seed: int
 
 def unpaired(base: list[Timed], new: list[Timed], *, resamples: int = 2000, seed: int = 0) -> Ratio:
     """Median of the base side over median of the new side, timed in different processes: each side's median is
-    the geometric mean of its processes' medians, resampled at both levels, the two sides apart."""
+    the geometric mean of its processes' medians. Where both sides hold several processes, their difference is
+    drawn from Welch's t; else each side is drawn apart, at both levels."""
     rng = np.random.default_rng(seed)
-    (base_value, base_logs, base_method), (new_value, new_logs, new_method) = (
+    (base_points, base_logs, base_method), (new_points, new_logs, new_method) = (
         _side(side, resamples, rng) for side in (base, new)
     )
     method = base_method if base_method == new_method else f"{base_method}; {new_method}"
-    return Ratio(float(np.exp(base_value - new_value)), base_logs - new_logs, (len(base), len(new)), method)
+    value = float(np.mean(base_points) - np.mean(new_points))
+    if len(base) > 1 and len(new) > 1:
+        spreads = [_standard_error2(base_points, base_logs), _standard_error2(new_points, new_logs)]
+        counts = (len(base), len(new))
+        welch = sum(spreads) ** 2 / sum(v**2 / (k - 1) for v, k in zip(spreads, counts))
+        logs = value + np.sqrt(sum(spreads)) * rng.standard_t(welch, resamples)
+    else:
+        logs = _two_level(base_points, base_logs, rng)[1] - _two_level(new_points, new_logs, rng)[1]
+    return Ratio(float(np.exp(value)), logs, (len(base), len(new)), method)
 
 
 def location_ms(side: list[Timed]) -> float:
@@ -158,8 +168,8 @@ def _paired_replicates(a: Timed, b: Timed, resamples: int, rng: np.random.Genera
     return paired_replicates(a.samples, b.samples, _log_ratio, (a.block, b.block), resamples, rng)
 
 
-def _side(side: list[Timed], resamples: int, rng: np.random.Generator) -> tuple[float, np.ndarray, str]:
-    """One side's log median over its processes, with its replicates (two-level where it has several)."""
+def _side(side: list[Timed], resamples: int, rng: np.random.Generator) -> tuple[list[float], list[np.ndarray], str]:
+    """Each of a side's processes: its log median, with that median's block bootstrap replicates."""
     points, replicates, methods = [], [], []
     for process in side:
         x = process.samples
@@ -171,22 +181,27 @@ def _side(side: list[Timed], resamples: int, rng: np.random.Generator) -> tuple[
         else:
             drawn = x[rng.integers(0, len(x), (resamples, len(x)))]
             methods.append("bootstrap of single samples")
-        points.append(np.log(np.median(x)))
+        points.append(float(np.log(np.median(x))))
         replicates.append(np.log(np.median(drawn, axis=-1)))
-    value, logs = _two_level(points, replicates, rng)
-    return value, logs, _method(methods)
+    return points, replicates, _method(methods)
 
 
 def _two_level(points: list[float], replicates: list[np.ndarray], rng: np.random.Generator):
-    """The mean of the processes' values, with replicates that draw processes with replacement and, for each
-    process drawn, one of its own replicates; with one process, its own replicates."""
+    """The mean of the processes' values, with replicates of it. With one process, its own replicates. With k of
+    them, Student's t with k - 1 degrees of freedom, scaled by the mean's standard error: resampling two or three
+    processes would only span the range between them, and cover the truth about half the time."""
     if len(points) == 1:
         return points[0], replicates[0]
-    stacked = np.stack(replicates)
-    count, resamples = stacked.shape
-    picks = rng.integers(0, count, size=(resamples, count))
-    columns = rng.integers(0, resamples, size=(resamples, count))
-    return float(np.mean(points)), stacked[picks, columns].mean(axis=1)
+    value = float(np.mean(points))
+    draws = rng.standard_t(len(points) - 1, len(replicates[0]))
+    return value, value + np.sqrt(_standard_error2(points, replicates)) * draws
+
+
+def _standard_error2(points: list[float], replicates: list[np.ndarray]) -> float:
+    """The squared standard error of the processes' mean value: from their spread, and never below what their own
+    replicates give (two processes can agree by chance)."""
+    variance = max(float(np.var(points, ddof=1)), float(np.mean([np.var(r) for r in replicates])))
+    return variance / len(points)
 
 
 def _method(methods: list[str]) -> str:
