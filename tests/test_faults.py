@@ -104,6 +104,26 @@ def test_a_batch_whose_activations_cannot_fit_is_refused_before_anything_is_allo
     models.check_fits("resnet", spec.replace(batch_size=64), "cpu")  # what fits passes
 
 
+def test_the_memory_guard_counts_in_eval_mode_and_checks_a_streams_largest_shape():
+    """Counted in training mode, a ResNet at batch 1 failed (batch norm wants more than one value per channel) and
+    the guard switched itself off; a stream must fit at its largest value, before its first call."""
+    from compilebench import models
+    from compilebench.experiment import Stream
+
+    spec = experiment("resnet", "eager").spec.replace(batch_size=1)
+    known = models.check_fits("resnet", spec, "cpu")
+    assert known["estimated_activation_bytes"] > 3 * 32 * 32 * 4 and known["estimate_unavailable"] is None
+    stream = spec.replace(stream=Stream.from_json({"batch_size": [1, 100_000_000]}))
+    with pytest.raises(models.ModelError) as refused:
+        models.check_fits("resnet", stream, "cpu")
+    assert str(refused.value).startswith("Config key `models.resnet`: one forward pass at batch_size 100000000")
+    checkpoint = experiment("llama", "eager").spec.replace(weights="some/checkpoint")
+    assert models.activation_estimate("llama", checkpoint) == (
+        None,
+        "a transformers checkpoint is not built without loading its weights",
+    )
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
 def test_a_failed_environment_check_is_a_record_and_its_jobs_say_why_they_did_not_run(tmp_path):
     env_record = tmp_path / "env.json"

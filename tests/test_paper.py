@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pandas as pd
@@ -266,3 +267,20 @@ def test_a_flagged_steady_state_is_marked_in_table_1_and_named_in_the_findings(p
     assert table.count("‡</span>") == 1 and "Flagged by the steady-state check" in html
     finding = next(f for f in paper.fidelity_findings(runs.reset_index()) if "flagged" in f)
     assert finding.startswith("On cpu, resnet in compile-default is flagged: its interleaved median is 1.15×")
+
+
+def test_a_model_the_memory_guard_could_not_estimate_is_named_with_why(paper_inputs, tmp_path):
+    tabs, figs, envs = paper_inputs
+    html = render(tabs, figs, envs, validated())
+    assert 'id="memory-unguarded"' not in html  # every synthetic model was estimated
+    paths = sorted((tmp_path / "runs").rglob("*.json"))
+    for path in paths:
+        if path.parent.name == "llama":
+            result = json.loads(path.read_text())
+            result["memory"] = {"peak_bytes": 1, "estimate_unavailable": "a transformers checkpoint is not built"}
+            path.write_text(json.dumps(result))
+    tabs = write_tables(paths, validated(), tmp_path / "again")
+    html = render({name: tabs[name] for name in table_names(paper_only=True)}, figs, envs, validated())
+    note = html[html.index('id="memory-unguarded"') :].split("</p>")[0]
+    assert "cpu/llama" in note and "cpu-fast/llama" in note and "a transformers checkpoint is not built" in note
+    assert "resnet" not in note

@@ -80,6 +80,18 @@ class Stream(Part):
     seed: int | None = _optional()
     passes: int | None = _optional()
 
+    AXES: ClassVar[tuple[str, ...]] = ("batch_size", "seq_len", "image_size")
+
+    @property
+    def axis(self) -> str:
+        return next(a for a in self.AXES if getattr(self, a) is not None)
+
+    @property
+    def largest(self) -> int:
+        """The axis's largest value: a range's `high`, or the largest of a list."""
+        values = getattr(self, self.axis)
+        return values["high"] if isinstance(values, dict) else max(values)
+
 
 @dataclass(frozen=True)
 class Quantize(Part):

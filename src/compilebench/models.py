@@ -60,11 +60,12 @@ class BuiltModel:
     labels: list[str] | None = None
     causal_lm: nn.Module | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    memory_estimate: dict[str, Any] = field(default_factory=dict)  # check_fits: what the memory guard knew
 
 
 def build(name: str, spec: ModelSpec, seed: int, device: str) -> BuiltModel:
     """Build the model named `name` from its config entry, on `device`, in eval mode."""
-    check_fits(name, spec, device)
+    estimate = check_fits(name, spec, device)
     torch.manual_seed(seed)  # seeds the CPU and every GPU
     # Random weights are initialised where they run: a 7B model on the CPU takes minutes and 28 GB.
     with torch.device(device) if spec.weights == "random" else contextlib.nullcontext():
@@ -82,6 +83,7 @@ def build(name: str, spec: ModelSpec, seed: int, device: str) -> BuiltModel:
     bundle.inputs = tuple(_to(t, device, weights_dtype) for t in bundle.inputs)
     if spec.labels:
         bundle.labels = Path(spec.labels).read_text().splitlines()
+    bundle.memory_estimate = estimate
     return bundle
 
 
@@ -99,27 +101,30 @@ def inputs_at(bundle: BuiltModel, name: str, spec: ModelSpec, seed: int, device:
 GIB = 2**30
 
 
-def check_fits(name: str, spec: ModelSpec, device: str) -> None:
+def check_fits(name: str, spec: ModelSpec, device: str) -> dict:
     """Refuse, before allocating anything, a model whose weights, or whose weights and the tensors of one forward
-    pass at its batch size and input shape, need more memory than the device has."""
+    pass at its batch size and input shape (a stream's: at its largest value), need more memory than the device
+    has. Returns what the guard knew: the activation estimate, or why there is none."""
+    if spec.stream is not None:
+        spec = spec.replace(**{spec.stream.axis: spec.stream.largest})
     needed, available = estimated_parameter_bytes(name, spec), device_total_bytes(device)
-    if available is None:
-        return
-    if needed > available:
+    if available is not None and needed > available:
         raise ModelError(
             f"Config key `models.{name}`: its parameters alone need about {needed / GIB:.0f} GiB "
             f"({spec.weights_dtype or 'float32'}), but the device ({device}) has {available / GIB:.0f} GiB: "
             "expected a smaller config, a reduced-precision weights_dtype, or hardware with more memory."
         )
-    activations = estimated_activation_bytes(name, spec)
-    if activations is not None and needed + activations > available:
+    activations, unavailable = activation_estimate(name, spec)
+    if available is not None and activations is not None and needed + activations > available:
+        shape = f"{spec.stream.axis} {spec.stream.largest}" if spec.stream else f"batch_size {spec.batch_size}"
         raise ModelError(
-            f"Config key `models.{name}`: one forward pass at batch_size {spec.batch_size} needs about "
+            f"Config key `models.{name}`: one forward pass at {shape} needs about "
             f"{activations / GIB:.1f} GiB of tensors alive at once besides {needed / GIB:.1f} GiB of weights "
             f"(counted on the meta device, which allocates nothing), but the device ({device}) has "
-            f"{available / GIB:.0f} GiB: expected a smaller batch_size (or sweep point), image_size or seq_len, or "
-            "hardware with more memory."
+            f"{available / GIB:.0f} GiB: expected a smaller batch_size (or sweep point, or stream value), image_size "
+            "or seq_len, or hardware with more memory."
         )
+    return {"estimated_activation_bytes": activations, "estimate_unavailable": unavailable}
 
 
 def estimated_parameter_bytes(name: str, spec: ModelSpec) -> int:
@@ -135,10 +140,17 @@ def estimated_parameter_bytes(name: str, spec: ModelSpec) -> int:
 def estimated_activation_bytes(name: str, spec: ModelSpec, bytes_per_element: int | None = None) -> int | None:
     """The most bytes of tensors alive at once in one eager forward pass at the configured batch size and input
     shape, inputs included and weights not, counted on the meta device, in the weights' dtype or at
-    `bytes_per_element`; None where the architecture cannot be built there without loading its weights (a
-    checkpoint of transformers), or cannot run there."""
+    `bytes_per_element`; None where it cannot be counted (`activation_estimate` says why)."""
+    return activation_estimate(name, spec, bytes_per_element)[0]
+
+
+def activation_estimate(
+    name: str, spec: ModelSpec, bytes_per_element: int | None = None
+) -> tuple[int | None, str | None]:
+    """`estimated_activation_bytes`, and why there is none: the architecture cannot be built on the meta device
+    without loading its weights (a checkpoint of transformers), or cannot run there."""
     if spec.weights != "random" and spec.source != "torchvision":
-        return None
+        return None, "a transformers checkpoint is not built without loading its weights"
     try:
         model = _meta_model(name, spec)
         with torch.device("meta"):
@@ -146,18 +158,19 @@ def estimated_activation_bytes(name: str, spec: ModelSpec, bytes_per_element: in
             with torch.no_grad(), PeakLiveBytes(*inputs) as counted:
                 module(*inputs)
     except Exception as exc:  # an estimate only: the job itself then finds out
-        log.info("no activation estimate for `models.%s` on the meta device: %s: %s", name, type(exc).__name__, exc)
-        return None
+        reason = f"{type(exc).__name__}: {exc}"
+        log.warning("no activation estimate for `models.%s` on the meta device: %s", name, reason)
+        return None, reason
     scale = bytes_per_element / 4 if bytes_per_element else _dtype_scale(spec)  # counted in float32
-    return int(counted.peak * scale)
+    return int(counted.peak * scale), None
 
 
 def _meta_model(name: str, spec: ModelSpec) -> nn.Module:
-    """The model's architecture on the meta device (no memory), without its weights."""
+    """The model's architecture on the meta device (no memory), without its weights, in eval mode as it runs."""
     with torch.device("meta"):
         if spec.source == "torchvision":
-            return _torchvision_model(name, spec.replace(weights="random"))
-        return _transformers_model(name, spec)[0]
+            return _torchvision_model(name, spec.replace(weights="random")).eval()
+        return _transformers_model(name, spec)[0].eval()
 
 
 def _meta_forward(model: nn.Module, spec: ModelSpec) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:

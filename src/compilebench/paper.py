@@ -294,6 +294,14 @@ def _times(value) -> str:
     return "–" if value is None else f"{value:.2f}×"
 
 
+def unguarded(runs: pd.DataFrame) -> list[dict]:
+    """Each model whose memory guard had no activation estimate (it could not refuse a shape too large), and why."""
+    if "memory_estimate_unavailable" not in runs:
+        return []
+    missing = runs.dropna(subset=["memory_estimate_unavailable"]).drop_duplicates(["hardware", "model"])
+    return _records(missing[["hardware", "model", "memory_estimate_unavailable"]])
+
+
 def compile_traces(runs: pd.DataFrame) -> list[dict]:
     """Each run's tlparse report of its compile (`measure.compile_trace`), by its path relative to the paper."""
     if "compile_trace_report" not in runs:
@@ -569,6 +577,7 @@ def context(
         ],
         "compiler": runs.to_dict("records"),
         "not_ok": not_ok,
+        "unguarded": unguarded(runs),
         "config_yaml": yaml.safe_dump(config, sort_keys=False),
         "command": command,
         "code": sorted(

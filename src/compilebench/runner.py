@@ -176,7 +176,7 @@ def measurement(
         if machine["busy"] is True:
             log.warning("other work used the machine while this process measured: %s", machine)
         outputs = final_outputs(prepared)
-        seen = {"memory": process.memory.report(), "compiler": process.health.report()}
+        seen = {"memory": memory_report(process), "compiler": process.health.report()}
         profiled = profile(process, prepared) if with_profile else None
         work = workload(process.model, exp.spec, prepared.quantization)
     if reference is None:
@@ -323,6 +323,7 @@ def measure_stream(process: Process) -> dict:
     stream = record["stream"]
     return {
         **record,
+        "memory": memory_report(process),
         "compiler": process.health.report(),
         "correctness": {
             "passed": stream["correct"],
@@ -330,6 +331,11 @@ def measure_stream(process: Process) -> dict:
             "criterion": f"at every distinct {stream['axis']}: the mode's output against eager's at that shape",
         },
     }
+
+
+def memory_report(process: Process) -> dict:
+    """The process's peak memory, and what the guard that refuses a shape that cannot fit estimated."""
+    return {**process.memory.report(), **process.model.memory_estimate}
 
 
 def save_cache_artifacts(path: str) -> None:

@@ -25,7 +25,7 @@ DEFAULT_PASSES = 3
 
 def shapes(stream: Stream) -> tuple[str, list[int]]:
     """The stream's axis and its values in call order: a list repeated `repeat` times, or `calls` seeded draws."""
-    axis = next(a for a in AXIS_DIMS if getattr(stream, a) is not None)
+    axis = stream.axis
     values = getattr(stream, axis)
     if isinstance(values, dict):
         draw = random.Random(stream.seed or 0)

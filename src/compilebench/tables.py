@@ -96,6 +96,7 @@ def _run_row(result: dict, path: str) -> dict:
         "ttft_ms": generation.get("ttft_ms"),
         "decode_tokens_per_s": generation.get("decode_tokens_per_s"),
         "peak_memory_bytes": result.get("memory", {}).get("peak_bytes"),
+        "memory_estimate_unavailable": result.get("memory", {}).get("estimate_unavailable"),
         "speedup": speedup.get("value"),
         "speedup_ci95_low": speedup_ci[0],
         "speedup_ci95_high": speedup_ci[1],
