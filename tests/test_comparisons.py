@@ -362,7 +362,8 @@ def test_a_run_beside_a_cpu_hog_per_core_is_unstable_and_compare_does_not_call_i
     assert run.returncode == 0, run.stderr[-3000:]
     machine = json.loads(out.read_text())["processes"][0]["machine"]
     assert machine["busy"] is True and machine["others_share"] > thresholds.BUSY_SHARE, machine
-    done = compilebench("compare", project, out.parents[3], "--fail-on-regression")
+    # The busy run holds one experiment: as BASE, since a NEW that lost the others would fail the gate for that.
+    done = compilebench("compare", out.parents[3], project, "--fail-on-regression")
     assert done.returncode == 0, done.stdout + done.stderr
     line = next(line for line in done.stdout.splitlines() if line.startswith("cpu/resnet/eager:"))
     assert "unclear (unstable)" in line and "REGRESSION" not in line
@@ -395,3 +396,49 @@ def test_two_identical_hardware_entries_are_never_told_apart(tmp_path):
     assert set(comparison["hardware"]) == {"cpu-again"} and len(comparison) == 2  # the experiment, its geometric mean
     assert set(comparison["verdict"]) <= {"same", "unclear"}, comparison[["model", "mode", "ratio", "verdict"]]
     assert (comparison["processes"] == 2).all() and (comparison["interval"] == "two-level").all()
+
+
+def test_the_gate_fails_a_run_that_lost_an_experiment_and_refuses_runs_that_share_none(tmp_path):
+    synthetic_results(tmp_path / "base" / "results")
+    new = scaled_copy(tmp_path / "base", tmp_path / "new", 1.0)
+    (new / "results" / "runs" / "cpu" / "resnet" / "compile-default.json").unlink()
+    done = compilebench("compare", tmp_path / "base", new, "--fail-on-regression")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "cpu/resnet/compile-default: ok → missing, not timed on both sides  REGRESSION (missing from NEW)" in (
+        done.stdout
+    )
+    assert "1 experiment regressed" in done.stdout
+    other = tmp_path / "other" / "results" / "runs" / "cpu-other"
+    shutil.copytree(tmp_path / "base" / "results" / "runs" / "cpu", other)
+    for path in other.rglob("*.json"):
+        path.write_text(json.dumps({**json.loads(path.read_text()), "hardware": "cpu-other"}))
+    shutil.rmtree(new / "results" / "runs")
+    shutil.copytree(tmp_path / "other" / "results" / "runs", new / "results" / "runs")
+    done = compilebench("compare", tmp_path / "base", new, "--fail-on-regression")
+    assert done.returncode == 2 and "share no experiment (hardware/model/mode)" in done.stderr, done.stderr
+    assert "no experiment regressed" not in done.stdout
+
+
+def test_a_pair_whose_experiments_differ_is_not_comparable_and_the_environments_head_the_comparison(tmp_path):
+    synthetic_results(tmp_path / "base" / "results")
+    new = scaled_copy(tmp_path / "base", tmp_path / "new", 1.0)
+    runs = new / "results" / "runs" / "cpu" / "resnet"
+    bigger = json.loads((runs / "jit.json").read_text())
+    bigger.update(batch_size=64, experiment_sha256="f" * 64)
+    (runs / "jit.json").write_text(json.dumps(bigger))
+    longer = json.loads((runs / "eager.json").read_text())
+    longer.update(experiment_sha256="e" * 64, measure={**longer["measure"], "iterations": 300})
+    (runs / "eager.json").write_text(json.dumps(longer))
+    for path in new.rglob("*.json"):
+        result = json.loads(path.read_text())
+        path.write_text(json.dumps({**result, "environment": {**result.get("environment", {}), "torch": "2.99"}}))
+    out = tmp_path / "comparison.csv"
+    done = compilebench("compare", tmp_path / "base", new, "--fail-on-regression", "--out", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("the runs differ in their environment: torch ") and first.endswith("→ 2.99"), first
+    assert "cpu/resnet/jit: not comparable, the experiments differ: batch_size 1 → 64" in done.stdout
+    assert "; measured with other settings: measure.iterations 30 → 300" in done.stdout  # compared all the same
+    table = pd.read_csv(out)
+    jit = table[(table["model"] == "resnet") & (table["mode"] == "jit") & (table["hardware"] == "cpu")].iloc[0]
+    assert not jit["comparable"] and pd.isna(jit["ratio"]) and pd.isna(jit["regression"])

@@ -103,9 +103,15 @@ def compare(args: argparse.Namespace) -> int:
             f"--threshold is {args.threshold}: expected a fraction between 0 and 1, such as 0.05."
         )
     base, new = comparisons.run_results(args.base), comparisons.run_results(args.new)
-    table = comparisons.between_runs(base, new, args.threshold)
+    if not set(base) & set(new):
+        raise configuration.UserError(
+            f"{args.base} and {args.new} share no experiment (hardware/model/mode): expected two runs of one "
+            f"config, or of configs with experiments in common. BASE holds {', '.join('/'.join(k) for k in base)}; "
+            f"NEW holds {', '.join('/'.join(k) for k in new)}."
+        )
+    table = comparisons.between_runs(base, new, args.threshold, lost_is_regression=True)
     only_base, only_new = sorted(set(base) - set(new)), sorted(set(new) - set(base))
-    print(comparisons.describe(table, only_base, only_new))
+    print(comparisons.describe(table, only_base, only_new, comparisons.environments_said(base, new)))
     if args.out:
         write_csv(table, args.out)
     experiments = table[table["scope"] == "experiment"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -164,11 +164,13 @@ def by_experiment(results) -> dict[tuple[str, str, str], dict]:
     return {(r["hardware"], r["model"], r["mode"]): r for r in results}
 
 
-def between_runs(base: dict, new: dict, threshold: float) -> pd.DataFrame:
+def between_runs(base: dict, new: dict, threshold: float, *, lost_is_regression: bool = False) -> pd.DataFrame:
     """Each experiment present in both runs: statuses, correctness, the ratio of medians with its interval and
     verdict, and whether it regressed; then the geometric mean per hardware and mode. A status leaving `ok`, or
     a correctness check turning from pass to fail, is a regression whatever the timing; a `slower` verdict is
-    one unless either run's measurement of it was unstable."""
+    one unless either run's measurement of it was unstable. A pair whose experiments differ in what was measured
+    (`experiment_difference`) is not comparable: listed with the keys, not compared. With `lost_is_regression`
+    (the gate), an experiment of BASE that NEW lacks is a regression too."""
     import pandas as pd
 
     schemas = {
@@ -183,19 +185,40 @@ def between_runs(base: dict, new: dict, threshold: float) -> pd.DataFrame:
             "compare the two reruns."
         )
     shared = [key for key in base if key in new]
+    differences = {key: experiment_difference(base[key], new[key]) for key in shared}
+    comparable = [key for key in shared if not differences[key][0]]
     unstable = unstable_experiments(base, threshold) | unstable_experiments(new, threshold)
-    pairs = {key: (base[key], new[key]) for key in shared if _timed(base[key], new[key])}
+    pairs = {key: (base[key], new[key]) for key in comparable if _timed(base[key], new[key])}
     ratios = {(r["hardware"], r["model"], r["mode"]): r for r in compare_pairs(pairs, threshold, unstable)}
     rows = []
     for key in shared:
         before, after = base[key], new[key]
+        what, how = differences[key]
         row = ratios.get(key, {"hardware": key[0], "scope": "experiment", "model": key[1], "mode": key[2]})
         rows.append({
             **row, "base_torch": _torch(before), "torch": _torch(after),
             "unstable": key in unstable,
             "base_status": before["status"], "status": after["status"],
-            "base_correct": _passed(before), "correct": _passed(after), "regression": _regression(before, after, row),
+            "base_correct": _passed(before), "correct": _passed(after),
+            "regression": None if what else _regression(before, after, row),
+            "comparable": not what, "differs_in": "; ".join(what or how) or None,
         })  # fmt: skip
+    if lost_is_regression:
+        rows += [
+            {
+                "hardware": key[0],
+                "scope": "experiment",
+                "model": key[1],
+                "mode": key[2],
+                "base_torch": _torch(base[key]),
+                "base_status": base[key]["status"],
+                "status": "missing",
+                "base_correct": _passed(base[key]),
+                "regression": "missing from NEW",
+            }  # fmt: skip
+            for key in base
+            if key not in new
+        ]
     geomeans = [row for row in ratios.values() if row["scope"] == "geomean"]
     rows += [{**row, "regression": "slower" if _slower(row) else None} for row in geomeans]
     return pd.DataFrame(rows, columns=BETWEEN_COLUMNS)
@@ -203,8 +226,61 @@ def between_runs(base: dict, new: dict, threshold: float) -> pd.DataFrame:
 
 BETWEEN_COLUMNS = [
     *(c for c in COLUMNS if c != "baseline_hardware"),
-    *("base_status", "status", "base_correct", "correct", "regression"),
+    *("base_status", "status", "base_correct", "correct", "regression", "comparable", "differs_in"),
 ]
+
+# What a result says was measured: a pair that differs in any of these is not the same experiment. The rest of
+# `measure` says how precisely it was measured: listed, and compared.
+WHAT_WAS_MEASURED = ("device", "task", "dtype", "batch_size", "swept", "spec", "mode_settings", "measure.fullgraph")
+
+
+def experiment_difference(before: dict, after: dict) -> tuple[list[str], list[str]]:
+    """How two runs' results of one experiment name differ: in what was measured (`key before → after`, or the
+    fingerprint alone where the results do not say which setting), and in how it was measured."""
+    if before.get("experiment_sha256") == after.get("experiment_sha256"):
+        return [], []
+    a, b = _flat(before), _flat(after)
+    changed = [key for key in sorted(set(a) | set(b)) if a.get(key, b.get(key)) != b.get(key, a.get(key))]
+    said = {key: f"{key} {a.get(key)} → {b.get(key)}" for key in changed}
+    what = [said[k] for k in changed if any(k == w or k.startswith(f"{w}.") for w in WHAT_WAS_MEASURED)]
+    how = [said[k] for k in changed if k.startswith("measure.") and said[k] not in what]
+    if not what and not how:
+        what = ["the model's settings (experiment_sha256 differs; these results do not record which)"]
+    return what, how
+
+
+def _flat(result: dict) -> dict[str, Any]:
+    """The settings a result records, as dotted keys."""
+    flat = {}
+
+    def walk(prefix: str, value) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(f"{prefix}.{key}" if prefix else key, inner)
+        else:
+            flat[prefix] = value
+
+    for key in ("device", "task", "dtype", "batch_size", "swept", "spec", "mode_settings", "measure"):
+        walk(key, result.get(key))
+    return flat
+
+
+def environments_said(base: dict, new: dict) -> list[str]:
+    """What each run ran on (torch, device, threads): one line where they agree, else what the comparison is
+    about."""
+
+    def seen(results: dict) -> dict[str, str]:
+        keys = ("torch", "device_name", "threads")
+        values = {k: sorted({str((r.get("environment") or {}).get(k)) for r in results.values()}) for k in keys}
+        return {k: ", ".join(v) for k, v in values.items()}
+
+    before, after = seen(base), seen(new)
+    if before == after:
+        return [f"both runs: torch {after['torch']} on {after['device_name']}, {after['threads']} threads"]
+    return [
+        "the runs differ in their environment: "
+        + "; ".join(f"{key} {before[key]} → {after[key]}" for key in before if before[key] != after[key])
+    ]
 
 
 def change_against(previous: list[str | Path], current: list[dict], threshold: float) -> pd.DataFrame:
@@ -249,19 +325,23 @@ def _regression(before: dict, after: dict, ratio: dict) -> str | None:
     return None
 
 
-def describe(table: pd.DataFrame, only_base: list, only_new: list) -> str:
-    """What `compilebench compare` prints: a line per experiment, the geometric means, one-sided experiments,
-    how many processes each verdict rests on, and a warning where a side had one."""
+def describe(table: pd.DataFrame, only_base: list, only_new: list, environments: list[str] = ()) -> str:
+    """What `compilebench compare` prints: what the runs ran on, a line per experiment, the geometric means,
+    one-sided experiments, how many processes each verdict rests on, and a warning where a side had one."""
     import pandas as pd
 
-    lines = []
+    lines = list(environments)
     experiments = table[table["scope"] == "experiment"]
     for row in experiments.to_dict("records"):
         name = f"{row['hardware']}/{row['model']}/{row['mode']}"
-        if pd.isna(row.get("ratio")):
+        if row.get("comparable") is False:
+            lines.append(f"{name}: not comparable, the experiments differ: {row['differs_in']}")
+        elif pd.isna(row.get("ratio")):
             lines.append(f"{name}: {row['base_status']} → {row['status']}, not timed on both sides")
         else:
             lines.append(f"{name}: {row['base_median_ms']:.4g} ms → {row['median_ms']:.4g} ms, {_ratio_said(row)}")
+            if isinstance(row.get("differs_in"), str):
+                lines[-1] += f"; measured with other settings: {row['differs_in']}"
         if isinstance(row["regression"], str):
             lines[-1] += f"  REGRESSION ({row['regression']})"
     for row in table[table["scope"] == "geomean"].to_dict("records"):

@@ -56,6 +56,7 @@ class _Measured(ResultHeader, total=False):
     """What a measuring process records beyond its header, process record and result alike (absent when it did not
     get that far)."""
 
+    spec: dict[str, Any]  # ModelSpec.to_json: the model's settings, for telling two runs' experiments apart
     finished_at: str
     environment: dict[str, Any]  # env.summary of the environment record, and `ran_on`: where this process ran
     compile_s: float  # cold: the first call, after what preparation counts (jit scripting; export and package build)
@@ -210,4 +211,5 @@ def result_header(
         "error": None if error is None else {"message": error, "traceback": traceback},
         "started_at": started_at or now(),
         "measure": exp.measure.to_json(),
+        "spec": spec.to_json(),
     }
