@@ -416,6 +416,8 @@ def test_the_gate_fails_a_run_that_lost_an_experiment_and_refuses_runs_that_shar
     shutil.copytree(tmp_path / "other" / "results" / "runs", new / "results" / "runs")
     done = compilebench("compare", tmp_path / "base", new, "--fail-on-regression")
     assert done.returncode == 2 and "share no experiment (hardware/model/mode)" in done.stderr, done.stderr
+    holds = "BASE holds 8 on hardware `cpu`, 8 on hardware `cpu-fast`; NEW holds 8 on hardware `cpu-other`."
+    assert holds in done.stderr
     assert "no experiment regressed" not in done.stdout
 
 
@@ -429,6 +431,14 @@ def test_a_pair_whose_experiments_differ_is_not_comparable_and_the_environments_
     longer = json.loads((runs / "eager.json").read_text())
     longer.update(experiment_sha256="e" * 64, measure={**longer["measure"], "iterations": 300})
     (runs / "eager.json").write_text(json.dumps(longer))
+    quantized = json.loads((runs / "compile-default.json").read_text())  # a key the other side lacks, not a match
+    quantized.update(experiment_sha256="d" * 64, measure={**quantized["measure"], "iterations": 300})
+    quantized["mode_settings"] = {**quantized["mode_settings"], "quantize": {"method": "int8_weight_only"}}
+    (runs / "compile-default.json").write_text(json.dumps(quantized))
+    unrecorded = json.loads((runs / "compile-max-autotune.json").read_text())  # as a result of an earlier version
+    unrecorded.update(experiment_sha256="c" * 64, measure={**unrecorded["measure"], "iterations": 300})
+    del unrecorded["spec"]
+    (runs / "compile-max-autotune.json").write_text(json.dumps(unrecorded))
     for path in new.rglob("*.json"):
         result = json.loads(path.read_text())
         path.write_text(json.dumps({**result, "environment": {**result.get("environment", {}), "torch": "2.99"}}))
@@ -439,6 +449,12 @@ def test_a_pair_whose_experiments_differ_is_not_comparable_and_the_environments_
     assert first.startswith("the runs differ in their environment: torch ") and first.endswith("→ 2.99"), first
     assert "cpu/resnet/jit: not comparable, the experiments differ: batch_size 1 → 64" in done.stdout
     assert "; measured with other settings: measure.iterations 30 → 300" in done.stdout  # compared all the same
+    assert "cpu/resnet/compile-default: not comparable, the experiments differ: mode_settings.quantize.method " in (
+        done.stdout
+    )
+    assert "cpu/resnet/compile-max-autotune: not comparable, the experiments differ: spec (not recorded by NEW)" in (
+        done.stdout
+    )
     table = pd.read_csv(out)
     jit = table[(table["model"] == "resnet") & (table["mode"] == "jit") & (table["hardware"] == "cpu")].iloc[0]
     assert not jit["comparable"] and pd.isna(jit["ratio"]) and pd.isna(jit["regression"])

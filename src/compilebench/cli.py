@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from . import comparisons, jobs, summaries
@@ -106,8 +107,7 @@ def compare(args: argparse.Namespace) -> int:
     if not set(base) & set(new):
         raise configuration.UserError(
             f"{args.base} and {args.new} share no experiment (hardware/model/mode): expected two runs of one "
-            f"config, or of configs with experiments in common. BASE holds {', '.join('/'.join(k) for k in base)}; "
-            f"NEW holds {', '.join('/'.join(k) for k in new)}."
+            f"config, or of configs with experiments in common. BASE holds {_holds(base)}; NEW holds {_holds(new)}."
         )
     table = comparisons.between_runs(base, new, args.threshold, lost_is_regression=True)
     only_base, only_new = sorted(set(base) - set(new)), sorted(set(new) - set(base))
@@ -118,6 +118,12 @@ def compare(args: argparse.Namespace) -> int:
     if args.fail_on_unstable and (experiments["unstable"] == True).any():  # noqa: E712
         return 1
     return 1 if args.fail_on_regression and comparisons.regressions(table).any() else 0
+
+
+def _holds(run: dict) -> str:
+    """A run's experiments, counted per hardware entry."""
+    counts = Counter(hardware for hardware, _, _ in run)
+    return ", ".join(f"{n} on hardware `{hardware}`" for hardware, n in counts.items())
 
 
 def _report_failure(error: dict | None) -> int:

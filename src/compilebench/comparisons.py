@@ -215,7 +215,7 @@ def between_runs(base: dict, new: dict, threshold: float, *, lost_is_regression:
                 "status": "missing",
                 "base_correct": _passed(base[key]),
                 "regression": "missing from NEW",
-            }  # fmt: skip
+            }
             for key in base
             if key not in new
         ]
@@ -232,36 +232,37 @@ BETWEEN_COLUMNS = [
 # What a result says was measured: a pair that differs in any of these is not the same experiment. The rest of
 # `measure` says how precisely it was measured: listed, and compared.
 WHAT_WAS_MEASURED = ("device", "task", "dtype", "batch_size", "swept", "spec", "mode_settings", "measure.fullgraph")
+SETTINGS = tuple(dict.fromkeys(key.split(".")[0] for key in WHAT_WAS_MEASURED))  # the records read, `measure` too
 
 
 def experiment_difference(before: dict, after: dict) -> tuple[list[str], list[str]]:
-    """How two runs' results of one experiment name differ: in what was measured (`key before → after`, or the
-    fingerprint alone where the results do not say which setting), and in how it was measured."""
+    """How two runs' results of one experiment name differ: in what was measured (`key before → after`), and in
+    how precisely. Where the fingerprints differ and a result does not record one of its settings (a result of
+    an earlier version has no `spec`), what was measured cannot be vouched for: that is a difference too."""
     if before.get("experiment_sha256") == after.get("experiment_sha256"):
         return [], []
-    a, b = _flat(before), _flat(after)
-    changed = [key for key in sorted(set(a) | set(b)) if a.get(key, b.get(key)) != b.get(key, a.get(key))]
-    said = {key: f"{key} {a.get(key)} → {b.get(key)}" for key in changed}
-    what = [said[k] for k in changed if any(k == w or k.startswith(f"{w}.") for w in WHAT_WAS_MEASURED)]
-    how = [said[k] for k in changed if k.startswith("measure.") and said[k] not in what]
+    recorded = [key for key in SETTINGS if key in before and key in after]
+    unrecorded = [
+        f"{key} (not recorded by {side})" for key in SETTINGS for side, r in (("BASE", before), ("NEW", after))
+        if key not in r
+    ]  # fmt: skip
+    a, b = (_flat({key: result[key] for key in recorded}) for result in (before, after))
+    changed = [key for key in sorted(set(a) | set(b)) if a.get(key) != b.get(key)]
+    what, how = [], []
+    for key in changed:
+        names_what = any(key == w or key.startswith(f"{w}.") for w in WHAT_WAS_MEASURED)
+        (what if names_what else how).append(f"{key} {a.get(key)} → {b.get(key)}")
     if not what and not how:
-        what = ["the model's settings (experiment_sha256 differs; these results do not record which)"]
-    return what, how
+        what = ["the fingerprint (experiment_sha256) alone"]
+    return what + unrecorded, how
 
 
-def _flat(result: dict) -> dict[str, Any]:
-    """The settings a result records, as dotted keys."""
+def _flat(settings: dict, prefix: str = "") -> dict[str, Any]:
+    """Nested settings as dotted keys."""
     flat = {}
-
-    def walk(prefix: str, value) -> None:
-        if isinstance(value, dict):
-            for key, inner in value.items():
-                walk(f"{prefix}.{key}" if prefix else key, inner)
-        else:
-            flat[prefix] = value
-
-    for key in ("device", "task", "dtype", "batch_size", "swept", "spec", "mode_settings", "measure"):
-        walk(key, result.get(key))
+    for key, value in settings.items():
+        name = f"{prefix}{key}"
+        flat.update(_flat(value, f"{name}.") if isinstance(value, dict) and value else {name: value})
     return flat
 
 
@@ -271,8 +272,9 @@ def environments_said(base: dict, new: dict) -> list[str]:
 
     def seen(results: dict) -> dict[str, str]:
         keys = ("torch", "device_name", "threads")
-        values = {k: sorted({str((r.get("environment") or {}).get(k)) for r in results.values()}) for k in keys}
-        return {k: ", ".join(v) for k, v in values.items()}
+        environments = [r.get("environment") or {} for r in results.values()]
+        values = {k: sorted({str(e[k]) for e in environments if e.get(k) is not None}) for k in keys}
+        return {k: ", ".join(v) or "unknown" for k, v in values.items()}
 
     before, after = seen(base), seen(new)
     if before == after:

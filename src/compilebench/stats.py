@@ -129,7 +129,7 @@ def unpaired(base: list[Timed], new: list[Timed], *, resamples: int = 2000, seed
     method = base_method if base_method == new_method else f"{base_method}; {new_method}"
     value = float(np.mean(base_points) - np.mean(new_points))
     if len(base) > 1 and len(new) > 1:
-        spreads = [_standard_error2(base_points, base_logs), _standard_error2(new_points, new_logs)]
+        spreads = [_variance_of_mean(base_points, base_logs), _variance_of_mean(new_points, new_logs)]
         counts = (len(base), len(new))
         welch = sum(spreads) ** 2 / sum(v**2 / (k - 1) for v, k in zip(spreads, counts))
         logs = value + np.sqrt(sum(spreads)) * rng.standard_t(welch, resamples)
@@ -194,10 +194,10 @@ def _two_level(points: list[float], replicates: list[np.ndarray], rng: np.random
         return points[0], replicates[0]
     value = float(np.mean(points))
     draws = rng.standard_t(len(points) - 1, len(replicates[0]))
-    return value, value + np.sqrt(_standard_error2(points, replicates)) * draws
+    return value, value + np.sqrt(_variance_of_mean(points, replicates)) * draws
 
 
-def _standard_error2(points: list[float], replicates: list[np.ndarray]) -> float:
+def _variance_of_mean(points: list[float], replicates: list[np.ndarray]) -> float:
     """The squared standard error of the processes' mean value: from their spread, and never below what their own
     replicates give (two processes can agree by chance)."""
     variance = max(float(np.var(points, ddof=1)), float(np.mean([np.var(r) for r in replicates])))
