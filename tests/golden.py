@@ -23,18 +23,14 @@ SHIPPED = [
 ]
 
 
-def _merged(overlay: str) -> dict:
-    """config/config.yaml with an experiment file over it, as `snakemake --configfile FILE` reads them."""
-    from snakemake.utils import update_config
-
-    base = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    if overlay != "config/config.yaml":
-        update_config(base, yaml.safe_load((ROOT / overlay).read_text()))
-    return base
+def _as_run(path: str) -> dict:
+    """A shipped config file as `snakemake --configfile FILE` runs it: alone (the Snakefile then reads no
+    config/config.yaml beside it)."""
+    return yaml.safe_load((ROOT / path).read_text())
 
 
 def configs() -> dict[str, dict]:
-    named = {path: _merged(path) for path in SHIPPED}
+    named = {path: _as_run(path) for path in SHIPPED}
     named["tests:tiny_config"] = tiny_config()
     named["tests:tiny_workflow_config"] = tiny_workflow_config(ASSETS_MIRROR)
     # the shared run's broken checkpoint at a fixed path, so that its fingerprints do not depend on a tmp folder

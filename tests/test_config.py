@@ -218,6 +218,17 @@ BAD_VALUES = {
         lambda c, t: c["models"]["resnet"].update(sweep={"new_tokens": [4, 8]}),
         "models.resnet.sweep.new_tokens",
     ),
+    "a stream and a sweep on one model": (
+        lambda c, t: c["models"]["vit"].update(stream={"batch_size": [1, 2]}, sweep={"batch_size": [1, 2]}),
+        "models.vit.stream",
+    ),
+    "mark_dynamic on an axis the model's input lacks": (
+        lambda c, t: c.update(
+            mode_definitions={"dyn": {"kind": "compile", "compile": {"dynamic": None, "mark_dynamic": ["seq_len"]}}},
+            modes=[*c["modes"], "dyn"],
+        ),
+        "mode_definitions.dyn.compile.mark_dynamic",
+    ),
     # Snakemake refuses a wildcard that ends in a substring repeated 20 times; 64 characters pass the name rule.
     "periodic mode name": (
         lambda c, t: c.update(

@@ -41,6 +41,10 @@ def test_blocks_are_sized_by_time_per_side_and_need_enough_of_them():
     assert (plan.eager, plan.mode, plan.warmup) == (20, 40, 3)
     capped = timing.plan_blocks(measure(max_iterations=100), eager_ms=[0.01], mode_ms=[0.01])
     assert capped.eager == capped.mode == 10  # ten blocks still fit under max_iterations
+    record = capped.record(blocks=10, block_s=0.2)
+    assert record["block_s"] == 0.2 and len(record["caps"]) == 2  # both sides: what was used instead, and why
+    assert "hold 10 calls (max_iterations // min_blocks), about 0.0001 s, not the 0.2 s" in record["caps"][0]
+    assert plan.record(blocks=10, block_s=0.2)["caps"] == []
     fixed = timing.plan_blocks(measure(interleave_block=5, max_iterations=1000), [10.0], [5.0])
     assert (fixed.eager, fixed.mode) == (5, 5)
     calls = []
@@ -49,6 +53,15 @@ def test_blocks_are_sized_by_time_per_side_and_need_enough_of_them():
         plan=timing.BlockPlan(eager=3, mode=3, warmup=0, min_blocks=4), iterations=1, min_time_s=0, max_iterations=100,
     )  # fmt: skip
     assert blocks == 4 and len(mode) == 12  # the count was reached in the first block; the blocks were not
+
+
+def test_a_timed_phase_cut_short_by_max_iterations_says_so():
+    settings = {**MEASURE_DEFAULTS, "min_time_s": 100000.0, "max_iterations": 20, "min_blocks": 2}
+    short = timing.stopped_short([1.0] * 20, blocks=4, measure=Measure.from_json(settings))
+    assert short.startswith("the timed phase stopped at max_iterations (20 calls, 0.02 s in 4 blocks per side)")
+    assert "min_time_s (100000 s)" in short
+    assert timing.stopped_short([1.0] * 20, 4, Measure.from_json({**settings, "min_time_s": 0.01})) is None
+    assert timing.stopped_short([1.0] * 10, 4, Measure.from_json(settings)) is None  # it stopped for another reason
 
 
 def test_the_kept_calls_of_a_side_skip_each_blocks_first_calls():

@@ -121,6 +121,12 @@ def validate(config: dict) -> dict:
         )
     _check_baseline(config)
     _check_compare_with(config)
+    for name, model in config["models"].items():
+        if "stream" in model and "sweep" in model:
+            raise ConfigError(
+                f"Config key `models.{name}.stream` and `models.{name}.sweep` are both set: expected one of the two "
+                "(a stream varies its axis within one process; a sweep measures each value as its own experiment)."
+            )
     config["models"] = expand_streams(expand_sweeps(config["models"]))
     _check_wildcard_names(config)
     _check_mode_definitions(config["mode_definitions"])
@@ -132,6 +138,7 @@ def validate(config: dict) -> dict:
         if "modes" in model:
             _check_mode_names(f"models.{name}.modes", model["modes"], config)
             _check_narrows(name, model["modes"], config["modes"])
+        _check_dynamic_axes(name, model, config)
         if "iterations" in model.get("measure", {}) or "max_iterations" in model.get("measure", {}):
             _check_iterations(f"models.{name}.measure", measure_settings(config, name))
     catalog.check_architectures(config["models"])
@@ -265,8 +272,6 @@ def _check_stream(name: str, entry: dict) -> None:
             f"Config key `{key}` varies {', '.join(axes) or 'no axis'}: expected exactly one of "
             f"{', '.join(STREAM_AXES)}, with the list of values to call in order or a {{low, high}} range."
         )
-    if "sweep" in entry:
-        raise ConfigError(f"Config key `{key}` and `models.{name}.sweep` are both set: expected one of the two.")
     if entry.get("task") == "text-generation":
         raise ConfigError(
             f"Config key `{key}` is set on a text-generation model, whose decode loop keeps one static cache shape: "
@@ -315,6 +320,27 @@ def _check_wildcard_names(config: dict) -> None:
 
 
 TEXT_TASKS = ("text-classification", "fill-mask", "text-generation")
+
+
+def input_axes(entry: dict) -> tuple[str, ...]:
+    """The axes a model's input has: a batch, and an image's size or a text's sequence."""
+    return ("batch_size", "seq_len") if entry.get("task") in TEXT_TASKS else ("batch_size", "image_size")
+
+
+def _check_dynamic_axes(name: str, entry: dict, config: dict) -> None:
+    """A mode's `mark_dynamic` names axes the model's input has: on another model it would mark another dimension."""
+    defined = config["mode_definitions"]
+    for mode in model_modes(config, name):
+        axes = ((defined.get(mode) or {}).get("compile") or {}).get("mark_dynamic") or []
+        for axis in axes:
+            if axis not in input_axes(entry):
+                model = entry.get("sweep_of") or entry.get("stream_of") or name
+                raise ConfigError(
+                    f"Config key `mode_definitions.{mode}.compile.mark_dynamic` names {axis!r}, which the input of "
+                    f"`models.{model}` (a {entry.get('task', 'image-classification')} model, which runs {mode}) does "
+                    f"not have: expected axes of its input ({', '.join(input_axes(entry))}), or a `modes` list for "
+                    "the model without that mode."
+                )
 
 
 def _sweep_axis_missing(entry: dict, key: str) -> str | None:

@@ -302,6 +302,13 @@ def unguarded(runs: pd.DataFrame) -> list[dict]:
     return _records(missing[["hardware", "model", "memory_estimate_unavailable"]])
 
 
+def capped(runs: pd.DataFrame) -> list[dict]:
+    """Each run measured less than its settings ask, because a cap applied (`max_iterations`), and how."""
+    if "measurement_caps" not in runs:
+        return []
+    return _records(runs.dropna(subset=["measurement_caps"])[["hardware", "model", "mode", "measurement_caps"]])
+
+
 def compile_traces(runs: pd.DataFrame) -> list[dict]:
     """Each run's tlparse report of its compile (`measure.compile_trace`), by its path relative to the paper."""
     if "compile_trace_report" not in runs:
@@ -578,6 +585,7 @@ def context(
         "compiler": runs.to_dict("records"),
         "not_ok": not_ok,
         "unguarded": unguarded(runs),
+        "capped": capped(runs),
         "config_yaml": yaml.safe_dump(config, sort_keys=False),
         "command": command,
         "code": sorted(

@@ -281,7 +281,10 @@ def time_interleaved(process: Process, prepared: Prepared, plan: Plan) -> dict:
         log.info("timing the mode alone again, for its steady state")
         alone_ms += timing.alone(call, clock, warmup=blocks.warmup, **steady)
     block_s = None if measure.interleave_block else measure.interleave_block_s
-    timed = {"latency_ms": mode_ms, "interleave": blocks.record(count, block_s)}
+    short = timing.stopped_short(mode_ms, count, measure)
+    timed = {"latency_ms": mode_ms, "interleave": blocks.record(count, block_s, [short] if short else [])}
+    for cap in timed["interleave"]["caps"]:
+        log.warning("a cap applied: %s", cap)
     if alone:
         timed.update(eager_latency_ms=eager_ms, alone_latency_ms=alone_ms)
     else:

@@ -114,6 +114,7 @@ def _run_row(result: dict, path: str) -> dict:
         "steady_state_ci95_high": steady_ci[1],
         "steady_state_flagged": steady.get("flagged"),
         **{f"interleave_{key}": interleave.get(key) for key in ("eager_block", "mode_block", "blocks")},
+        "measurement_caps": "; ".join(interleave.get("caps") or []) or None,
         "settings_took_effect": all(c["took_effect"] for c in effect_checks.values()) if effect_checks else None,
         "settings_effect": "; ".join(f"{name}: {c['evidence']}" for name, c in effect_checks.items()) or None,
         "correct": check.get("passed"),

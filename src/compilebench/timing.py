@@ -87,14 +87,16 @@ class BlockPlan:
     mode: int
     warmup: int
     min_blocks: int
+    caps: tuple[str, ...] = ()  # where a side's block is shorter than `interleave_block_s` asks, and why
 
-    def record(self, blocks: int, block_s: float | None) -> dict:
+    def record(self, blocks: int, block_s: float | None, caps: list[str] = ()) -> dict:
         return {
             "eager_block": self.eager,
             "mode_block": self.mode,
             "block_warmup": self.warmup,
             "blocks": blocks,
             "block_s": block_s,
+            "caps": [*self.caps, *caps],
         }
 
 
@@ -103,13 +105,35 @@ def plan_blocks(measure: Measure, eager_ms: list[float], mode_ms: list[float]) -
     warm-up calls, to last about `interleave_block_s`, long enough to reach steady state after each switch. Capped
     so that `min_blocks` blocks fit in `max_iterations`."""
     cap = max(1, measure.max_iterations // measure.min_blocks)
+    if measure.interleave_block:
+        return BlockPlan(measure.interleave_block, measure.interleave_block, measure.block_warmup, measure.min_blocks)
+    caps = []
 
-    def length(samples: list[float]) -> int:
-        if measure.interleave_block:
-            return measure.interleave_block
-        return int(min(cap, max(1, math.ceil(measure.interleave_block_s * 1e3 / statistics.median(samples)))))
+    def length(side: str, samples: list[float]) -> int:
+        call_ms = statistics.median(samples)
+        asked = max(1, math.ceil(measure.interleave_block_s * 1e3 / call_ms))
+        if asked <= cap:
+            return asked
+        caps.append(
+            f"{side}'s blocks hold {cap} calls (max_iterations // min_blocks), about {cap * call_ms / 1e3:.3g} s, "
+            f"not the {measure.interleave_block_s:g} s interleave_block_s asks"
+        )
+        return cap
 
-    return BlockPlan(length(eager_ms), length(mode_ms), measure.block_warmup, measure.min_blocks)
+    return BlockPlan(length("eager", eager_ms), length("the mode", mode_ms), measure.block_warmup,
+                     measure.min_blocks, tuple(caps))  # fmt: skip
+
+
+def stopped_short(samples: list[float], blocks: int, measure: Measure) -> str | None:
+    """Why the timed phase ended at `max_iterations` before what `iterations`, `min_time_s` and `min_blocks` ask,
+    or None where it did not."""
+    timed_s = sum(samples) / 1e3
+    if len(samples) < measure.max_iterations or (timed_s >= measure.min_time_s and blocks >= measure.min_blocks):
+        return None
+    return (
+        f"the timed phase stopped at max_iterations ({len(samples)} calls, {timed_s:.3g} s in {blocks} blocks per "
+        f"side), short of min_time_s ({measure.min_time_s:g} s) or min_blocks ({measure.min_blocks})"
+    )
 
 
 def interleaved(
