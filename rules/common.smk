@@ -147,9 +147,9 @@ def get_process_records(wildcards):
 def get_run_identities(wildcards):
     """What each result must carry to stand for its experiment: the runs table refuses any other."""
     return {
-        layout.RUN.format(hardware=h, model=m, mode=mode): configuration.experiment(
-            config, m, mode, h
-        ).identity()
+        layout.RUN.format(hardware=h, model=m, mode=mode): records.identity(
+            configuration.experiment(config, m, mode, h)
+        )
         for h, m, mode in benchmark_jobs()
     }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import psutil
@@ -122,6 +123,30 @@ def test_the_memory_guard_counts_in_eval_mode_and_checks_a_streams_largest_shape
         None,
         "a transformers checkpoint is not built without loading its weights",
     )
+
+
+def test_hardware_settings_that_do_not_hold_fail_the_environment_check_with_both_values(tmp_path):
+    from compilebench import env
+
+    running, cores = torch.get_num_threads(), os.cpu_count()
+    env.check_settings("cpu", {"device": "cpu", "threads": running})  # as configured: passes
+    refusals = {
+        "hardware.cpu.threads` is 1000000, more threads than the": {"threads": 1_000_000},
+        "hardware.cpu.env.OMP_NUM_THREADS` is 'abc', which torch cannot read": {"env": {"OMP_NUM_THREADS": "abc"}},
+        "hardware.cpu.env.DNNL_DEFAULT_FPMATH_MODE` is 'FAST'": {"env": {"DNNL_DEFAULT_FPMATH_MODE": "FAST"}},
+    }
+    if cores > 1:
+        other = 1 if running != 1 else 2
+        refusals[f"hardware.cpu.threads` is {other}, but torch"] = {"threads": other}
+    for expected, entry in refusals.items():
+        with pytest.raises(env.HardwareError) as refused:
+            env.check_settings("cpu", {"device": "cpu", **entry})
+        assert expected in str(refused.value), str(refused.value)
+    # The environment job checks it in the hardware's own interpreter, before any benchmark job.
+    record = jobs.environment_job("cpu", {"device": "cpu", "threads": 1_000_000}, tmp_path / "env.json")
+    assert record["status"] == "failed", record
+    message = record["error"]["message"]
+    assert f"`hardware.cpu.threads` is 1000000, more threads than the {cores} logical cores" in message
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")

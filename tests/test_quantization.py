@@ -14,7 +14,7 @@ from helpers import ROOT, TINY_MODELS, measured, tiny_config
 
 from compilebench import config as configuration
 from compilebench import modes, quantization
-from compilebench.errors import ConfigError
+from compilebench.errors import ConfigError, Unsupported
 from compilebench.experiment import Quantize
 from compilebench.results import read_json
 
@@ -47,6 +47,14 @@ def test_a_quantized_copy_holds_torchao_tensors_and_leaves_the_model_float():
     assert record["quantized_tensors"] == 2 and record["quantized_share"] > 0.98  # the biases stay float
     assert record["weight_bytes"] == sum(p.numel() * 4 for p in model.parameters())
     assert record["weight_bytes_quantized"] < 0.3 * record["weight_bytes"]  # int8 data, a scale per row
+
+
+def test_a_model_torchao_quantizes_nothing_of_is_unsupported_not_labelled_int8():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 3)).eval()
+    with pytest.raises(Unsupported) as refused:
+        quantization.quantized_copy(model, INT8, "mode_definitions.x.quantize")
+    assert "quantized none of the model's weights with int8_weight_only" in str(refused.value)
+    assert "this model's weights are in Conv2d" in str(refused.value)
 
 
 def result(project: Path, model: str, mode: str) -> dict:

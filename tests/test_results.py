@@ -62,3 +62,49 @@ def test_a_result_carries_the_identity_of_its_experiment():
     assert {k: header[k] for k in exp.identity()} == exp.identity()
     other = configuration.experiment(config, "resnet", "compile-default", "cpu")
     assert other.identity()["experiment_sha256"] != exp.identity()["experiment_sha256"]
+
+
+def _refusal(path, record, expected=None) -> str:
+    from compilebench.results import BadResult, read_result
+
+    write_json(path, record)
+    with pytest.raises(BadResult) as error:
+        read_result(path, expected)
+    return str(error.value)
+
+
+def test_a_result_that_is_not_what_it_says_is_refused_naming_what_differs(tmp_path):
+    """Hand edits that keep the fingerprint: the settings, the schema version, the shape."""
+    from synthetic import synthetic_results
+
+    from compilebench.records import RECORDED_SETTINGS
+    from compilebench.results import read_result
+
+    path = synthetic_results(tmp_path, hardware=("cpu",))[1]
+    record = read_result(path)
+    expected = {k: record[k] for k in ("hardware", "model", "mode", "experiment_sha256", *RECORDED_SETTINGS)}
+    assert read_result(path, expected) == record
+    message = _refusal(path, {**record, "batch_size": 64}, expected)
+    assert "its batch_size differs from what the config asks; batch_size is 64 where the config asks 1" in message
+    spec = {**record["spec"], "image_size": 512}
+    assert "its spec differs" in _refusal(path, {**record, "spec": spec}, expected)
+    assert "is of schema 1: this compilebench reads results of schema 2" in _refusal(path, {**record, "schema": 1})
+    assert "holds notes, which no result of schema 2 has" in _refusal(path, {**record, "notes": "edited"})
+    assert "its `processes` is []: expected one entry per" in _refusal(path, {**record, "processes": []})
+    lacking = {k: v for k, v in record.items() if k != "stats"}
+    assert "is `ok` but lacks stats, which every ok result has" in _refusal(path, lacking)
+    older = {k: v for k, v in record.items() if k != "spec"}  # results from before `spec` was recorded
+    assert read_result(write_json(path, older) or path, expected) == older
+
+
+def test_the_identity_a_result_must_carry_is_what_its_header_records():
+    from helpers import tiny_config
+
+    from compilebench import config as configuration
+    from compilebench import records
+
+    config = configuration.validate(tiny_config())
+    exp = configuration.experiment(config, "vit", "compile-default", "cpu")
+    header = json.loads(json.dumps(records.result_header(exp)))
+    identity = records.identity(exp)
+    assert {k: header[k] for k in identity} == identity and identity["batch_size"] == 1

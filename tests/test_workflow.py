@@ -449,7 +449,8 @@ def test_editing_one_definition_reruns_only_its_jobs(finished):
 
 
 def test_a_corrupt_or_foreign_result_is_refused_and_the_next_run_redoes_it(finished):
-    """It breaks three results of the shared run, one keeping its old mtime, and leaves the run whole again."""
+    """It breaks four results of the shared run, one keeping its old mtime and one its fingerprint, and leaves the
+    run whole again."""
     project, config, _ = finished
     runs = project / "results" / "runs" / "cpu"
     truncated, planted = runs / "vit.bs1" / "eager.json", runs / "vit.bs2" / "eager.json"
@@ -462,10 +463,12 @@ def test_a_corrupt_or_foreign_result_is_refused_and_the_next_run_redoes_it(finis
     assert "results/tables/runs.csv" in planned_outputs(project)  # its fingerprint alone makes the table rerun
     truncated.write_bytes(truncated.read_bytes()[:1032])
     shutil.copy(runs / "vit.bs1" / "compile-default.json", planted)  # another experiment's result, newer than all
+    edited = runs / "resnet" / "jit.json"
+    edited.write_text(json.dumps({**json.loads(edited.read_text()), "batch_size": 64}))  # its fingerprint kept
     done = snakemake(project, check=False)
     assert done.returncode != 0
     output = done.stdout + done.stderr
-    assert "Refused 3 result file(s)" in output and "run the same command again" in output, output[-3000:]
+    assert "Refused 4 result file(s)" in output and "run the same command again" in output, output[-3000:]
     assert f"{truncated.relative_to(project)} cannot be read (JSONDecodeError" in output
     assert f"{planted.relative_to(project)} is not the result of the experiment it stands for" in output
     assert "it records cpu/vit.bs1/compile-default" in output
@@ -473,11 +476,12 @@ def test_a_corrupt_or_foreign_result_is_refused_and_the_next_run_redoes_it(finis
     assert not (project / "results" / "tables" / "runs.csv").exists()
     assert not (project / "results" / "report" / "paper.pdf").exists()  # it rested on them: the next run redoes it
     assert not truncated.exists() and truncated.with_name("eager.json.rejected").exists() and not planted.exists()
-    assert not doctored.exists()
+    assert f"{edited.relative_to(project)} is not the result" in output and "batch_size is 64 where" in output
+    assert not doctored.exists() and not edited.exists()
     untouched = {p: p.stat().st_mtime_ns for p in runs.glob("*/*.json")}
     snakemake(project)
     assert all(p.stat().st_mtime_ns == mtime for p, mtime in untouched.items())  # only the refused ones reran
-    for path in (truncated, planted, doctored):
+    for path in (truncated, planted, doctored, edited):
         assert json.loads(path.read_text())["status"] == "ok"
     table = pd.read_csv(project / "results" / "tables" / "runs.csv").set_index(["model", "mode"])
     assert len(table) == len(expected_runs(config)) and table.loc[("vit.bs2", "eager"), "status"] == "ok"

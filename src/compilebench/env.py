@@ -83,6 +83,48 @@ def check_device(hardware: str, device: str) -> None:
         )
 
 
+# The oneDNN fast-math modes its environment variable takes (case-insensitive).
+FPMATH_MODES = ("STRICT", "BF16", "F16", "TF32", "ANY")
+
+
+def check_settings(hardware: str, entry: dict) -> None:
+    """The entry's threads and the env values torch parses hold in this interpreter as configured: refused, with
+    both values named, where torch runs otherwise or the node has fewer logical cores."""
+    key = f"hardware.{hardware}"
+    configured = {k: str(v) for k, v in entry.get("env", {}).items()}
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        value = configured.get(name)
+        if value is not None and not (value.strip().isdigit() and int(value) >= 1):
+            raise HardwareError(
+                f"Config key `{key}.env.{name}` is {value!r}, which torch cannot read as a thread count (it would "
+                f"run {torch.get_num_threads()} threads instead, silently): expected a whole number >= 1."
+            )
+    fpmath = configured.get("DNNL_DEFAULT_FPMATH_MODE")
+    if fpmath is not None and fpmath.upper() not in FPMATH_MODES:
+        raise HardwareError(
+            f"Config key `{key}.env.DNNL_DEFAULT_FPMATH_MODE` is {fpmath!r}, which oneDNN does not know (it would "
+            f"run in its default, strict, mode): expected one of {', '.join(FPMATH_MODES)}."
+        )
+    wanted_key, wanted = (
+        (f"{key}.threads", entry["threads"]) if entry.get("threads")
+        else (f"{key}.env.OMP_NUM_THREADS", int(configured["OMP_NUM_THREADS"])) if "OMP_NUM_THREADS" in configured
+        else (None, None)
+    )  # fmt: skip
+    if wanted is None:
+        return
+    cores = os.cpu_count() or 1
+    if wanted > cores:
+        raise HardwareError(
+            f"Config key `{wanted_key}` is {wanted}, more threads than the {cores} logical cores of host "
+            f"{platform.node()}: expected at most {cores} (threads beyond the cores time each other, not the model)."
+        )
+    if torch.get_num_threads() != wanted:
+        raise HardwareError(
+            f"Config key `{wanted_key}` is {wanted}, but torch {torch.__version__} runs {torch.get_num_threads()} "
+            f"intra-op threads here (torch.get_num_threads()): the result would differ from what the config says."
+        )
+
+
 def validate(hardware: str, device: str) -> None:
     """torch >= 2.0, the device present, and a tiny torch.compile that gives the right answer there."""
     major = int(torch.__version__.split(".")[0])
@@ -148,6 +190,7 @@ def record(hardware: str, entry: dict) -> dict:
         "cpu": cpu_info(),
         "accelerator": accelerator_info(),
         "threads": torch.get_num_threads(),
+        "interop_threads": torch.get_num_interop_threads(),
         "configured_env": {k: str(v) for k, v in entry.get("env", {}).items()},
         "kernel_env": {k: os.environ.get(k) for k in KERNEL_ENV_VARS},
         "inductor_env": {k: v for k, v in os.environ.items() if k.startswith("TORCHINDUCTOR_")},

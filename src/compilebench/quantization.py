@@ -70,6 +70,15 @@ def quantized_copy(module: nn.Module, quantize: Quantize, key: str) -> tuple[nn.
     settings_after = inductor.get_config_copy()
     original, stored = weights(module), weights(quantized)
     changed = [name for name, tensor in stored.items() if is_quantized(tensor)]
+    if not changed:
+        layers = sorted(
+            {type(m).__name__ for m in module.modules() if next(m.parameters(recurse=False), None) is not None}
+        )
+        raise Unsupported(
+            f"torchao {torchao.__version__} quantized none of the model's weights with {quantize.method} (it "
+            f"quantizes linear layers; this model's weights are in {', '.join(layers) or 'no layer'}): the mode would "
+            "time the float32 model under a quantized label"
+        )
     return quantized, {
         "method": quantize.method,
         "torchao": torchao.__version__,

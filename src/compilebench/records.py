@@ -9,6 +9,7 @@ tables and the tests agree on their shape (a test checks real records against th
 from __future__ import annotations
 
 import dataclasses
+import json
 import traceback
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -17,6 +18,7 @@ from typing import Any, ClassVar, TypedDict
 from .experiment import Experiment, ModeSettings
 
 SCHEMA_VERSION = 2  # 2: measured in `measure.processes` processes, kept under `processes`
+SUPPORTED_SCHEMAS = (2,)  # the versions a result may carry and be read as it is
 STATUSES = ("ok", "failed", "timeout", "unsupported")
 # An environment record's status beside ok and failed: an optional GPU entry whose job found no GPU.
 SKIPPED = "skipped"
@@ -170,6 +172,11 @@ REQUESTS: dict[str, type[Request]] = {
 
 
 REQUIRED_KEYS = frozenset(ResultHeader.__required_keys__)
+RESULT_KEYS = frozenset(Result.__required_keys__ | Result.__optional_keys__)
+# What an `ok` result holds beyond its header, whatever the mode.
+OK_KEYS = frozenset({"finished_at", "latency_ms", "stats", "correctness"})
+# The settings a result records of its experiment, which must be that experiment's.
+RECORDED_SETTINGS = ("device", "task", "dtype", "batch_size", "sweep_of", "swept", "mode_settings", "measure", "spec")
 
 
 def error_info(exc: BaseException, lines: int = 15) -> ErrorInfo:
@@ -181,6 +188,13 @@ def error_info(exc: BaseException, lines: int = 15) -> ErrorInfo:
 def skipped(env_record: dict) -> bool:
     """An optional entry whose environment job found no device to run on: it has no experiments, by design."""
     return env_record.get("status") == SKIPPED
+
+
+def identity(exp: Experiment) -> dict[str, Any]:
+    """What a result must carry to stand for `exp`: its name and fingerprint, and the settings it records, as
+    JSON reads them back."""
+    header = json.loads(json.dumps(result_header(exp)))
+    return {**exp.identity(), **{key: header[key] for key in RECORDED_SETTINGS}}
 
 
 def now() -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .records import REQUIRED_KEYS, SCHEMA_VERSION, ErrorInfo, Result
+from .records import OK_KEYS, REQUIRED_KEYS, RESULT_KEYS, SCHEMA_VERSION, SUPPORTED_SCHEMAS, ErrorInfo, Result
 
 
 def _plain(value: Any) -> Any:
@@ -82,26 +82,55 @@ class BadResult(UserError):
     """A result file that does not parse, lacks what every result has, or stands for another experiment."""
 
 
-def read_result(path: str | Path, expected: dict[str, str] | None = None) -> Result:
-    """A result file, refused with the file named when it does not parse, lacks what every result has, or
-    carries another identity than `expected` (`records.identity` of the experiment it stands for)."""
+def read_result(path: str | Path, expected: dict[str, Any] | None = None) -> Result:
+    """A result file, refused with the file named when it does not parse, is not of a schema version this
+    compilebench reads, is not of a result's shape (keys missing or unknown, no timed samples, no processes), or
+    carries another identity or other settings than `expected` (`records.identity` of the experiment it stands
+    for)."""
     try:
         record = read_json(path)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadResult(f"{path} cannot be read ({type(exc).__name__}: {exc})") from None
-    missing = sorted(REQUIRED_KEYS - set(record)) if isinstance(record, dict) else ["(not a JSON object)"]
-    if missing:
-        raise BadResult(f"{path} lacks {', '.join(missing)}, which every result has")
-    if record["status"] == "ok" and (problem := _samples_problem(record)):
+    if problem := _shape_problem(record):
         raise BadResult(f"{path} {problem}")
-    differs = [key for key, value in (expected or {}).items() if record[key] != value]
+    differs = [key for key, value in (expected or {}).items() if key in record and record[key] != value]
     if differs:
         found = "/".join(str(record[k]) for k in ("hardware", "model", "mode"))
+        settings = [k for k in differs if _scalar(record[k]) and _scalar(expected[k])]
+        values = "".join(f"; {k} is {record[k]!r} where the config asks {expected[k]!r}" for k in settings)
         raise BadResult(
             f"{path} is not the result of the experiment it stands for (it records {found}, and its "
-            f"{', '.join(differs)} differ{'s' if len(differs) == 1 else ''} from what the config asks)"
+            f"{', '.join(differs)} differ{'s' if len(differs) == 1 else ''} from what the config asks{values})"
         )
     return record
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def _shape_problem(record: Any) -> str | None:
+    """Why `record` is not a result as this compilebench writes one, or None."""
+    if not isinstance(record, dict):
+        return "is not a JSON object, as every result is"
+    missing = sorted(REQUIRED_KEYS - set(record))
+    if missing:
+        return f"lacks {', '.join(missing)}, which every result has"
+    if record["schema"] not in SUPPORTED_SCHEMAS:
+        versions = ", ".join(map(str, SUPPORTED_SCHEMAS))
+        return f"is of schema {record['schema']!r}: this compilebench reads results of schema {versions}"
+    unknown = sorted(set(record) - RESULT_KEYS)
+    if unknown:
+        return f"holds {', '.join(unknown)}, which no result of schema {record['schema']} has"
+    if record["status"] != "ok":
+        return None
+    missing = sorted(OK_KEYS - set(record))
+    if missing:
+        return f"is `ok` but lacks {', '.join(missing)}, which every ok result has"
+    processes = record.get("processes", [None])
+    if not isinstance(processes, list) or (not processes and not record.get("stream")):
+        return f"is `ok` but its `processes` is {processes!r}: expected one entry per measuring process"
+    return _samples_problem(record)
 
 
 def foreign_results(expected: dict[str, dict[str, str]]) -> dict[str, str]:

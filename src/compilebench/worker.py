@@ -50,6 +50,7 @@ def environment(request: EnvironmentRequest) -> None:
         check = False
     if check:
         try:
+            env.check_settings(hardware, entry)
             env.validate(hardware, entry["device"])
         except Exception as exc:  # the platform's failure is data: its jobs say why they did not run
             log.error("%s", exc)
