@@ -11,7 +11,7 @@ from compilebench import config as configuration
 from compilebench import codebase, layout
 from compilebench.errors import ConfigError, UserError
 from compilebench.results import foreign_results, read_json, run_result_paths
-from compilebench import modes, pyenv, records, registry
+from compilebench import modes, plan, pyenv, records, registry
 
 try:
     configuration.validate(config)
@@ -412,11 +412,15 @@ def get_model_spec(wildcards):
 # Before any job of a real run on this machine (a dry run still shows the plan, say of a GPU
 # study previewed on a laptop; on a cluster the nodes decide).
 onstart:
-    if runs_here():
-        try:
+    try:
+        if runs_here():
             configuration.check_devices_here(config, gpu_visible)
-        except ConfigError as error:
-            raise WorkflowError(str(error)) from None
+        hardware = active_hardware() if runs_here() else list(config["hardware"])
+        planned = plan.plan(config, plan.results_done(config, layout.RUN), hardware)
+        print(planned.describe(), file=sys.stderr)
+        plan.check_max_hours(planned, config["max_hours"])
+    except ConfigError as error:
+        raise WorkflowError(str(error)) from None
 
 
 onsuccess:

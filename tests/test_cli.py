@@ -88,3 +88,38 @@ def test_bad_config_file_names_the_key(config_file, tmp_path):
     done = compilebench("run", "--config", config_file(raw), "--model", "resnet", "--mode", "eager", "--out", out)
     assert done.returncode == 2 and "measure.iterations" in done.stderr and "Traceback" not in done.stderr
     assert not out.exists()
+
+
+def test_check_states_what_every_shipped_config_plans(capsys):
+    """Each experiment file a user may run, checked as the workflow checks it, with its plan: experiments,
+    measuring processes, and the least time their timing takes."""
+    from golden import SHIPPED
+    from helpers import ROOT
+
+    from compilebench import cli
+    from compilebench import config as configuration
+
+    for path in SHIPPED:
+        assert cli.main(["check", "--config", str(ROOT / path)]) == 0, path
+        said = capsys.readouterr().out
+        config = configuration.load(ROOT / path)
+        experiments = [
+            configuration.experiment(config, m, mode, h)
+            for h in config["hardware"]
+            for m in config["models"]
+            for mode in configuration.model_modes(config, m)
+        ]
+        processes = sum(exp.measure.processes for exp in experiments)
+        assert f"compilebench plans {len(experiments)} experiments on " in said, (path, said)
+        assert f": {processes} measuring processes and " in said and "timing at least " in said, (path, said)
+
+
+def test_a_config_that_plans_days_is_stated_and_refused_past_max_hours(config_file):
+    raw = tiny_config()
+    raw["measure"] = {**raw["measure"], "processes": 1000, "min_time_s": 1.0}
+    path = config_file(raw)
+    done = compilebench("check", "--config", path)
+    assert done.returncode == 0 and ": 20000 measuring processes and " in done.stdout, done.stdout
+    assert "timing at least 5.8 h" in done.stdout  # 20 experiments x 1000 processes x (1 s + the steady state)
+    refused = compilebench("check", "--config", path, "--max-hours", "5")
+    assert refused.returncode == 2 and "--max-hours is 5 hours, but the config plans at least 5.8 h" in refused.stderr

@@ -218,6 +218,22 @@ BAD_VALUES = {
         lambda c, t: c["models"]["resnet"].update(sweep={"new_tokens": [4, 8]}),
         "models.resnet.sweep.new_tokens",
     ),
+    "a timed phase longer than a process may run": (
+        lambda c, t: c["measure"].update(min_time_s=1e9),
+        "measure.min_time_s",
+    ),
+    "a model's steady state longer than its process may run": (
+        lambda c, t: c["models"]["vit"].update(measure={"steady_state_s": 1e9}),
+        "models.vit.measure.steady_state_s",
+    ),
+    "an interleave block longer than a process may run": (
+        lambda c, t: c["measure"].update(interleave_block=None, interleave_block_s=1e9),
+        "measure.interleave_block_s",
+    ),
+    "min_blocks blocks that cannot fit the timeout": (
+        lambda c, t: c["measure"].update(interleave_block=None, interleave_block_s=1.0, min_blocks=400, timeout_s=600),
+        "measure.min_blocks",
+    ),
     "a stream and a sweep on one model": (
         lambda c, t: c["models"]["vit"].update(stream={"batch_size": [1, 2]}, sweep={"batch_size": [1, 2]}),
         "models.vit.stream",

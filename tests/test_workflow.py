@@ -489,6 +489,16 @@ def test_a_corrupt_or_foreign_result_is_refused_and_the_next_run_redoes_it(finis
     assert planned_outputs(project) == set()
 
 
+def test_a_run_states_its_plan_and_does_not_start_past_max_hours(tmp_path):
+    config = {**tiny_workflow_config(ASSETS_MIRROR), "max_hours": 1e-5}
+    project = copy_project(tmp_path, config)
+    done = snakemake(project, check=False)
+    assert done.returncode != 0
+    assert "compilebench plans 11 experiments on 1 hardware entry: 11 measuring processes" in done.stderr
+    assert "Config key `max_hours` is 1e-05 hours, but the config plans at least" in done.stderr
+    assert not (project / "results").exists() and not (project / "logs").exists()  # no job ran
+
+
 def test_an_inductor_option_torch_does_not_know_fails_its_check_with_the_key(tmp_path):
     config = tiny_workflow_config(ASSETS_MIRROR)
     config["mode_definitions"]["compile-freezing"]["compile"]["options"] = {"freezng": True}

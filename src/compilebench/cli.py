@@ -9,7 +9,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from . import comparisons, jobs, summaries
+from . import comparisons, jobs, plan, summaries
 from . import config as configuration
 from .experiment import Experiment
 from .joblog import log_to_stderr
@@ -47,6 +47,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="write the comparison as CSV")
     p = sub.add_parser("check", help="validate a config or experiment file, as the workflow does before any job")
     p.add_argument("--config", type=Path, default=Path("config/config.yaml"), help="pipeline config (YAML)")
+    p.add_argument(
+        "--max-hours", type=float, help="fail when the config plans a longer measurement (overrides max_hours)"
+    )
     return parser
 
 
@@ -59,10 +62,15 @@ def main(argv: list[str] | None = None) -> int:
         config = configuration.load(args.config)
         if args.command == "check":
             per_entry = sum(len(configuration.model_modes(config, m)) for m in config["models"])
+            planned = plan.plan(config)
             print(
                 f"{args.config} is valid: {len(config['models'])} models, {per_entry} experiments on each of "
-                f"{len(config['hardware'])} hardware entries"
+                f"{len(config['hardware'])} hardware entries\n{planned.describe()}"
             )
+            if args.max_hours is not None:
+                plan.check_max_hours(planned, args.max_hours, "--max-hours")
+            else:
+                plan.check_max_hours(planned, config["max_hours"])
         elif args.command == "env":
             entry = configuration.hardware_entry(config, args.hardware)
             error = jobs.environment_job(args.hardware, entry, args.out, check=args.check)["error"]

@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from . import catalog, modes
+from . import catalog, modes, plan
 from .errors import ConfigError, UserError  # noqa: F401  (UserError: the base callers catch)
 from .experiment import Experiment, canonical
 from .layout import ASSETS_DIR, COMPILE_TRACE, TRACE, WEIGHTS_DIR
@@ -133,6 +133,7 @@ def validate(config: dict) -> dict:
     _check_torchao(config)
     _check_mode_names("modes", config["modes"], config)
     _check_iterations("measure", config["measure"])
+    plan.check_fits_timeout("measure", {**MEASURE_DEFAULTS, **config["measure"]}, config["measure"])
     for name, model in config["models"].items():
         _check_model(name, model, config["assets"]["files"])
         if "modes" in model:
@@ -141,6 +142,9 @@ def validate(config: dict) -> dict:
         _check_dynamic_axes(name, model, config)
         if "iterations" in model.get("measure", {}) or "max_iterations" in model.get("measure", {}):
             _check_iterations(f"models.{name}.measure", measure_settings(config, name))
+        if not model.get("stream"):
+            key = f"models.{model.get('sweep_of') or name}.measure"
+            plan.check_fits_timeout(key, measure_settings(config, name), model.get("measure", {}))
     catalog.check_architectures(config["models"])
     return config
 

@@ -1,0 +1,159 @@
+"""What a config plans before anything runs: its experiments, their measuring processes and starts, and a lower
+bound on the time the measurement takes from the settings alone; settings that cannot fit a process's
+`measure.timeout_s` are refused, and a run past `max_hours` does not start. Torch-free."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import modes
+from .errors import ConfigError
+
+DEFAULT_PASSES = 3  # a stream's passes where the config gives none (streams.DEFAULT_PASSES)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One experiment's share of a run."""
+
+    processes: int  # measuring processes
+    starts: int  # fresh processes that time a first call from the caches or the bundle
+    stream_calls: int  # a stream's calls, on each side, over all its passes
+    lower_bound_s: float  # timed phases and steady state that the settings ask, over all its processes
+
+
+def timed_floor_s(measure: dict, eager: bool) -> float:
+    """The seconds one measuring process times at least, from its settings: the mode's timed phase (`min_time_s`,
+    and `min_blocks` blocks of `interleave_block_s`), eager's blocks beside it, and the mode timed alone
+    (`steady_state_s`). Blocks of a fixed call count take no known time. Its start-up, compile and warm-up are
+    not counted."""
+    blocks_s = 0.0 if measure.get("interleave_block") else measure["min_blocks"] * measure["interleave_block_s"]
+    return max(measure["min_time_s"], blocks_s) + blocks_s + (0.0 if eager else measure["steady_state_s"])
+
+
+def stream_calls(stream: dict) -> int:
+    axis = next(a for a in ("batch_size", "seq_len", "image_size") if a in stream)
+    values = stream[axis]
+    per_pass = stream["calls"] if isinstance(values, dict) else len(values) * stream.get("repeat", 1)
+    return per_pass * stream.get("passes", DEFAULT_PASSES)
+
+
+def experiment_plan(measure: dict, entry: dict, mode: str, settings: dict) -> Planned:
+    """The share of one experiment: `measure` its settings, `entry` its model entry, `settings` its mode's."""
+    if entry.get("stream"):
+        return Planned(1, 0, stream_calls(entry["stream"]), 0.0)
+    processes = measure["processes"]
+    starts = 0
+    if measure["warm_start"] and settings["kind"] == "compile":
+        starts = (1 if processes == 1 else 0) + (1 if measure["bundle_start"] else 0)
+    floor = processes * timed_floor_s(measure, eager=mode == "eager")  # eager has no steady state to time
+    return Planned(processes, starts, 0, floor)
+
+
+@dataclass(frozen=True)
+class Plan:
+    experiments: int
+    hardware: int
+    optional: int  # of the hardware entries, those skipped where their device is absent
+    done: int  # experiments whose result is on disk already, not counted below
+    processes: int
+    starts: int
+    stream_calls: int
+    lower_bound_s: float
+
+    def describe(self) -> str:
+        done = f" ({self.done} done already, not counted)" if self.done else ""
+        streams = f", {self.stream_calls} stream calls per side" if self.stream_calls else ""
+        optional = f", {self.optional} of them optional" if self.optional else ""
+        entries = f"{self.hardware} hardware {'entry' if self.hardware == 1 else 'entries'}{optional}"
+        return (
+            f"compilebench plans {self.experiments} experiments on {entries}{done}: "
+            f"{self.processes} measuring processes and {self.starts} warm starts{streams}, timing at least "
+            f"{_duration(self.lower_bound_s)} from the settings (start-ups, compiles and warm-up come on top)"
+        )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def plan(config: dict, done: set[tuple[str, str, str]] = frozenset(), hardware: list[str] | None = None) -> Plan:
+    """What a validated config plans on `hardware` (default: every entry), less the experiments in `done`."""
+    from .config import measure_settings, model_modes
+
+    hardware = list(config["hardware"]) if hardware is None else hardware
+    definitions = modes.definitions(config)
+    shares, count, finished = [], 0, 0
+    for h in hardware:
+        for model, entry in config["models"].items():
+            measure = measure_settings(config, model)
+            for mode in model_modes(config, model):
+                count += 1
+                if (h, model, mode) in done:
+                    finished += 1
+                    continue
+                shares.append(experiment_plan(measure, entry, mode, definitions[mode]))
+    return Plan(
+        experiments=count,
+        hardware=len(hardware),
+        optional=sum(1 for h in hardware if config["hardware"][h].get("optional")),
+        done=finished,
+        processes=sum(p.processes for p in shares),
+        starts=sum(p.starts for p in shares),
+        stream_calls=sum(p.stream_calls for p in shares),
+        lower_bound_s=sum(p.lower_bound_s for p in shares),
+    )
+
+
+def check_max_hours(planned: Plan, max_hours: float | None, source: str = "Config key `max_hours`") -> None:
+    if max_hours is not None and planned.lower_bound_s > max_hours * 3600:
+        raise ConfigError(
+            f"{source} is {max_hours:g} hours, but the config plans at least "
+            f"{_duration(planned.lower_bound_s)} of timing ({planned.processes} measuring processes): expected fewer "
+            "processes, models or modes, shorter measure settings, or a larger max_hours. " + planned.describe() + "."
+        )
+
+
+def check_fits_timeout(key: str, measure: dict, own: dict) -> None:
+    """Refuse settings that alone cannot fit one process's `timeout_s`, naming the key (`own`: the keys the model
+    sets itself, named under `key`; the rest under `measure`)."""
+
+    def name(setting: str) -> str:
+        return f"{key}.{setting}" if setting in own else f"measure.{setting}"
+
+    timeout = measure["timeout_s"]
+    alone = ["min_time_s", "steady_state_s"] + ([] if measure.get("interleave_block") else ["interleave_block_s"])
+    for setting in alone:
+        if measure[setting] >= timeout:
+            raise ConfigError(
+                f"Config key `{name(setting)}` is {measure[setting]:g} s, which alone does not fit one measuring "
+                f"process's `{name('timeout_s')}` ({timeout:g} s): expected less than {timeout:g} s, or a larger "
+                "timeout_s."
+            )
+    floor = timed_floor_s(measure, eager=False)
+    if floor >= timeout:
+        keys = ["min_time_s", "steady_state_s"] + ([] if measure.get("interleave_block") else ["min_blocks"])
+        raise ConfigError(
+            f"Config key `{name('timeout_s')}` is {timeout:g} s, but one measuring process times at least "
+            f"{floor:g} s from {', '.join(f'`{name(k)}`' for k in keys)} (min_blocks blocks of "
+            f"interleave_block_s on each side, the timed phase, the steady state): expected a timeout_s above "
+            f"{floor:g} s, or settings that fit it."
+        )
+
+
+def results_done(config: dict, result_path) -> set[tuple[str, str, str]]:
+    """The experiments whose result file is on disk."""
+    from .config import model_modes
+
+    return {
+        (h, m, mode)
+        for h in config["hardware"]
+        for m in config["models"]
+        for mode in model_modes(config, m)
+        if Path(result_path.format(hardware=h, model=m, mode=mode)).is_file()
+    }
