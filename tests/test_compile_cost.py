@@ -17,8 +17,9 @@ from compilebench.records import COMPILE_PHASES
 pytestmark = pytest.mark.slow
 
 
-def experiment(mode: str, **measure) -> dict:
-    raw = tiny_config({"vit": TINY_MODELS["vit"]})
+def experiment(mode: str, layers: int = 2, **measure) -> dict:
+    vit = {**TINY_MODELS["vit"], "config": {**TINY_MODELS["vit"]["config"], "num_hidden_layers": layers}}
+    raw = tiny_config({"vit": vit})
     raw["measure"].update(measure)
     return configuration.experiment(configuration.validate(raw), "vit", mode, "cpu", any_mode=True)
 
@@ -70,3 +71,27 @@ def test_a_warm_start_past_the_timeout_is_stopped_with_its_workers_and_records_w
     assert time.monotonic() - begin < 15
     assert starts["warm"] is None and "the warm start ran past measure.timeout_s" in starts["notes"]
     assert psutil.Process().children(recursive=True) == []
+
+
+def test_a_damaged_cache_makes_the_next_process_compile_cold_and_is_replaced(tmp_path):
+    """Truncated and garbage files in the caches process 1 left: process 2 compiles cold instead of failing, says
+    so, and leaves caches that the next process starts warm from."""
+    exp = experiment("compile-default", layers=1, private_cache=True, warm_start=False, processes=2)
+    caches, first = tmp_path / "caches", tmp_path / "1.json"
+    assert jobs.process_job(exp, first, 1, caches)["status"] == "ok"
+    damaged = [p for p in caches.rglob("*") if p.is_file()]
+    assert damaged, "process 1 left no caches"
+    for n, path in enumerate(damaged):
+        path.write_bytes(path.read_bytes()[:7] if n % 2 else b"\x00garbage")
+    second = jobs.process_job(exp, tmp_path / "2.json", 2, caches, first=first)
+    assert second["status"] == "ok", second["error"]
+    assert second["cache_replaced"]["reason"]  # why the warm start failed
+    assert not any(p.read_bytes() == b"\x00garbage" for p in caches.rglob("*") if p.is_file())
+    again = jobs.process_job(exp, tmp_path / "3.json", 2, caches, first=first)
+    assert again["status"] == "ok" and "cache_replaced" not in again
+    assert again["preparation"]["first_call_s"] < second["preparation"]["first_call_s"]  # warm again
+    from compilebench import summaries
+
+    result = summaries.result_job(exp, [first, tmp_path / "2.json"], tmp_path / "r.json")
+    assert "process 2 of 2 compiled cold, not warm" in result["processes_notes"][0]
+    assert "compile_warm_samples_s" not in result and result["warm_starts"]["warm"] is None  # no warm start

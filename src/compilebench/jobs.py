@@ -226,6 +226,12 @@ def process_job(
         trace_dir = exp.measure.compile_trace_dir if process == 1 else None
         trace_env = _compile_trace_env(trace_dir) if trace_dir else {}
         returncode = supervised(request, timeout_s, python=python, env={**cache_env, **trace_env})
+        damaged = _damaged_cache(out, returncode) if process > 1 and private else None
+        if damaged and (left := deadline - time.monotonic()) > 1:
+            log.error("process %d failed on the caches process 1 left (%s): it compiles cold instead", process, damaged)
+            shutil.rmtree(scratch / "caches")
+            Path(out).unlink(missing_ok=True)
+            returncode = supervised(request, left, python=python, env=cache_env)
         if returncode is None:
             message = f"stopped after measure.timeout_s = {timeout_s} s (compile included)"
             log.error("%s", message)
@@ -240,9 +246,25 @@ def process_job(
             record.update(warm_starts=_warm_starts(exp, python, cache_env, artifacts, scratch, deadline))
             record["finished_at"] = now()
             write_json(out, record)
-        if process == 1 and private and (scratch / "caches").is_dir():
+        if damaged and record["status"] == "ok":
+            record["cache_replaced"] = {"reason": damaged}  # its first call compiled cold: no warm start
+            write_json(out, record)
+        if (process == 1 or damaged) and private and (scratch / "caches").is_dir():
+            if damaged:  # the next run's later processes start from this cold compile's caches instead
+                shutil.rmtree(caches, ignore_errors=True)
             shutil.copytree(scratch / "caches", caches, dirs_exist_ok=True)
     return record
+
+
+def _damaged_cache(out: str | Path, returncode: int | None) -> str | None:
+    """Why a later process, which started from the caches process 1 left, failed where process 1 did not (the
+    caches it read are the one thing it does not share with process 1); None where it did not fail."""
+    if returncode is None:
+        return None
+    if returncode != 0 or not Path(out).exists():
+        return f"the benchmark process {death(returncode)}"
+    record = read_json(out)
+    return record["error"]["message"] if record["status"] == "failed" else None
 
 
 def _not_ok(record_path: str | Path | None) -> ErrorInfo | None:

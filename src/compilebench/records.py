@@ -89,6 +89,7 @@ class ProcessRecord(_Measured, total=False):
     twin_latency_ms: list[float]  # eager only: a second eager callable, interleaved with the first
     alone_latency_ms: list[float]  # a mode timed alone, half before and half after its interleaved phase
     generations: dict[str, Any]  # text generation: new_tokens, and the timed generations' ms per token
+    cache_replaced: dict[str, Any]  # a later process that failed on process 1's caches compiled cold: why
 
 
 class Result(_Measured, total=False):

@@ -52,6 +52,11 @@ def result_job(exp: Experiment, process_records: list[str | Path], out: str | Pa
         for k, record in enumerate(records[1:], 2):
             if record["status"] == "ok":
                 finished.append(record)
+                if "cache_replaced" in record:
+                    notes.append(
+                        f"process {k} of {wanted} compiled cold, not warm: the caches process 1 left failed it "
+                        f"({record['cache_replaced']['reason']}), and were replaced by its own"
+                    )
                 continue
             notes.append(f"process {k} of {wanted} was {record['status']}: {record['error']['message']}")
             log.error("%s; the result rests on the others", notes[-1])
@@ -206,19 +211,23 @@ def warm_start_fields(exp: Experiment, records: list[ProcessRecord]) -> dict:
         fields["compile_warm_samples_s"] = warm
         fields["compile_warm_s"] = statistics.median(warm)
     if kind == "compile" and len(records) > 1:
-        second, earlier = records[1], starts or {}
+        earlier = starts or {}
+        later = [(k, r) for k, r in enumerate(records[1:], 2) if "cache_replaced" not in r]
+        shown = f"process {later[0][0]}" if later else "none"
         fields["warm_starts"] = {
             "warm": {
-                "first_call_s": second["preparation"]["first_call_s"],
-                "compile_phases": second.get("compile_phases"),
-                "settings_effect": second.get("settings_effect"),
+                "first_call_s": later[0][1]["preparation"]["first_call_s"],
+                "compile_phases": later[0][1].get("compile_phases"),
+                "settings_effect": later[0][1].get("settings_effect"),
                 "cache_hits": None,
-            },
+            }
+            if later
+            else None,
             "bundle": earlier.get("bundle"),
             "notes": [
                 *earlier.get("notes", []),
-                f"the warm start shown is process 2 of {len(records)}; compile_warm_s is the median of all "
-                f"{len(warm)} later processes' first calls",
+                f"the warm start shown is {shown} of {len(records)}; compile_warm_s is the median of all "
+                f"{len(warm)} later processes' first calls that started warm",
             ],
         }
     return fields
@@ -228,7 +237,7 @@ def warm_start_samples(records: list[ProcessRecord], kind: str) -> list[float]:
     """The warm starts among an experiment's processes: a compile mode's later processes' first calls, which read
     the caches the first wrote; an export mode's package load and first call, in every process."""
     if kind == "compile":
-        return [record["preparation"]["first_call_s"] for record in records[1:]]
+        return [record["preparation"]["first_call_s"] for record in records[1:] if "cache_replaced" not in record]
     if kind == "export":
         return [record["compile_warm_s"] for record in records if record.get("compile_warm_s") is not None]
     return []
