@@ -246,13 +246,13 @@ def process_job(
             record.update(warm_starts=_warm_starts(exp, python, cache_env, artifacts, scratch, deadline))
             record["finished_at"] = now()
             write_json(out, record)
-        if damaged and record["status"] == "ok":
-            record["cache_replaced"] = {"reason": damaged}  # its first call compiled cold: no warm start
-            write_json(out, record)
         if (process == 1 or damaged) and private and (scratch / "caches").is_dir():
-            if damaged:  # the next run's later processes start from this cold compile's caches instead
+            if damaged:  # the later processes start from this cold compile's caches instead
                 shutil.rmtree(caches, ignore_errors=True)
             shutil.copytree(scratch / "caches", caches, dirs_exist_ok=True)
+        if damaged and record["status"] == "ok":  # written after the caches: the record stays the newer
+            record["cache_replaced"] = {"reason": damaged}  # its first call compiled cold: no warm start
+            write_json(out, record)
     return record
 
 
