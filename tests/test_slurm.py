@@ -84,7 +84,7 @@ def on_slurm(cluster, tmp_path_factory):
             "--slurm-status-command",
             "squeue",
             "--slurm-init-seconds-before-status-checks",
-            "5",
+            "1",
             "--slurm-no-account",
             "--slurm-keep-successful-logs",
         ],
