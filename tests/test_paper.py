@@ -284,3 +284,29 @@ def test_a_model_the_memory_guard_could_not_estimate_is_named_with_why(paper_inp
     note = html[html.index('id="memory-unguarded"') :].split("</p>")[0]
     assert "cpu/llama" in note and "cpu-fast/llama" in note and "a transformers checkpoint is not built" in note
     assert "resnet" not in note
+
+
+def test_the_appendix_reads_as_text_and_figures_are_numbered_in_reading_order(paper_inputs, tmp_path):
+    tabs, _, envs = paper_inputs
+    figs = []
+    for name in ("latency", "pay_off", "comparison", "speedup_heatmap"):  # two of them in later sections
+        figs.append(tmp_path / f"{name}.svg")
+        figs[-1].write_text('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>')
+    record = read_json(envs[0])
+    record["ceilings"]["method"] = "fastest torch.mm calls (2n³ FLOPs a call)"
+    write_json(envs[0], record)
+    config = validated()
+    shared = {"num_classes": 10}
+    config["models"]["resnet"]["config"] = config["models"]["llama"]["spec_note"] = shared  # one value, two keys
+    html = render(tabs, figs, envs, config)
+    appendix = html[html.index('class="appendix"') :]
+    assert "&amp;id0" not in appendix and "*id0" not in appendix and "&id0" not in appendix
+    assert appendix.count("num_classes: 10") == 2
+    assert "2n³" in appendix and "\\xB3" not in appendix  # the ceiling's method, as text
+    blocks = re.findall(r"<pre>(.*?)</pre>", appendix.split("Config as run")[1].split("Environment records")[0], re.S)
+    assert blocks[0].startswith("modes:") and any(b.startswith("models:\n  resnet:") for b in blocks)
+    assert any(b.startswith("  llama:") for b in blocks)  # each model a block of its own, kept in one column
+    numbers = {name: int(n) for n, name in re.findall(r"Figure (\d+): (\w+)", html)}
+    order = [m.group(1) for m in re.finditer(r'<figure id="figure-(\w+)"', html)]
+    assert [numbers[name] for name in order] == sorted(numbers.values()) == list(range(1, len(order) + 1))
+    assert order.index("pay_off") > order.index("speedup_heatmap")

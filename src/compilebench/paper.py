@@ -572,7 +572,7 @@ def context(
         "float64_tol": FLOAT64_TOL,
         "figures": [
             {"number": i + 1, "name": name, "src": _data_uri(by_name[name]), "caption": _caption(caption_of[name])}
-            for i, name in enumerate(n for n in FIGURE_NAMES if n in by_name)
+            for i, name in enumerate(n for n in reading_order(not scaling.empty) if n in by_name)
         ],
         "results": (results := results_rows(runs, speedups, published)),
         "correctness_rules": correctness_rules(results),
@@ -586,7 +586,7 @@ def context(
         "not_ok": not_ok,
         "unguarded": unguarded(runs),
         "capped": capped(runs),
-        "config_yaml": yaml.safe_dump(config, sort_keys=False),
+        "config_blocks": yaml_blocks(config),
         "command": command,
         "code": sorted(
             {
@@ -596,8 +596,47 @@ def context(
         ),
         "packages": package_versions(envs),
         "assets": asset_checksums(config),
-        "env_json": {e["hardware"]: yaml.safe_dump(e, sort_keys=False) for e in envs},
+        "env_blocks": {e["hardware"]: yaml_blocks(e) for e in envs},
     }
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """YAML as a reader reads it: a value shared by two keys is written out at each, not as an alias."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
+# The mappings whose entries the appendix keeps apart, each in one block that a column does not split.
+ENTRY_BLOCKS = ("models", "hardware", "mode_definitions", "measure", "assets", "cpu", "packages", "ceilings")
+
+
+def yaml_blocks(record: dict) -> list[str]:
+    """`record` as YAML, in blocks of whole keys: a top-level key each, and each entry of a long mapping apart."""
+
+    def dump(value) -> str:
+        return yaml.dump(value, Dumper=_PlainDumper, sort_keys=False, allow_unicode=True, width=100)
+
+    blocks = []
+    for key, value in record.items():
+        if key in ENTRY_BLOCKS and isinstance(value, dict) and value:
+            entries = [dump({name: entry}) for name, entry in value.items()]
+            indented = ["".join(f"  {line}\n" for line in entry.splitlines()) for entry in entries]
+            blocks += [f"{key}:\n{indented[0]}", *indented[1:]]
+        else:
+            blocks.append(dump({key: value}))
+    return [block.rstrip("\n") for block in blocks]
+
+
+# The figures the paper places in sections of their own after the main results, in the order they appear there.
+LATER_FIGURES = ("scaling", "streams", "pay_off", "comparison")
+
+
+def reading_order(with_scaling: bool) -> list[str]:
+    """The figures in the order a reader meets them (their numbers): the main results', then each later section's;
+    the scaling figure only where a model is swept."""
+    later = [name for name in LATER_FIGURES if with_scaling or name != "scaling"]
+    return [name for name in FIGURE_NAMES if name not in LATER_FIGURES] + later
 
 
 def render_html(ctx: dict, template: Path, css: Path) -> str:
