@@ -172,6 +172,14 @@ def test_paper_shows_limits_top_operators_and_an_unbacked_fast_math_request(pape
     assert "Distance to the hardware" in html and "NVIDIA H100 SXM" in html
     limits = html[html.index('id="limits-table"') : html.index("</table>", html.index('id="limits-table"'))]
     assert "0.05 TFLOP/s" in limits and "20 GB/s" in limits and "not measured" in limits  # cpu-fast measured none
+    # The synthetic runs reach 1 TFLOP/s against a measured 0.05: each such fraction is flagged, never plain.
+    table = pd.read_csv(tabs["limits"])
+    over = table[table["above_measured"] == True]  # noqa: E712
+    assert len(over) and (over["achieved"] > over["measured"]).all()
+    assert not (table.loc[table["above_measured"] == False, "fraction_of_measured"] > 1).any()  # noqa: E712
+    assert limits.count("†") == len(over) + int((table["above_peak"] == True).sum())  # noqa: E712
+    note = html[html.index('id="above-ceiling"') :].split("</p>")[0]
+    assert "cpu/resnet/eager</strong> reached" in note and "of the ceiling measured on the device" in note
     assert "Measured ceilings" in html and "bfloat16 0.05 TFLOP/s" in html and "torch.mm" in html
     # A platform whose environment failed measured nothing; the paper still renders.
     failed = envs[0].parent / "failed-env.json"

@@ -244,3 +244,23 @@ def test_the_cost_table_spreads_each_starts_compile_over_its_calls(synthetic_tab
     per_call = 1.0 / 3600 * row["median_ms"] / 1e3
     assert row["cost_per_million_cold_start"] == pytest.approx(1e6 * per_call + 1e6 / 100_000 * 32.0 / 3600)
     assert row["cost_per_million_warm_start"] == pytest.approx(1e6 * per_call + 1e6 / 100_000 * 2.0 / 3600)
+
+
+def test_a_cpu_the_table_does_not_list_gets_a_peak_computed_from_its_description(synthetic_tables):
+    from compilebench import peaks
+
+    named = peaks.computed_cpu_peak("Intel(R) Xeon(R) Platinum 8488C", ["avx2", "avx512f"], 3800.0)
+    assert named["per_core_tflops"]["float32"] == pytest.approx(3.8e9 * 16 * 2 * 2 / 1e12)
+    assert named["factors"]["lanes_source"] == "the avx512f flag" and named["unknown"] == []
+    anonymous = peaks.computed_cpu_peak("Intel(R) Xeon(R) Processor", ["avx2", "avx512f"], None)
+    assert anonymous["per_core_tflops"] is None and anonymous["unknown"] == ["clock_ghz", "fma_units"]
+    runs = synthetic_tables.runs.copy()
+    cpu = runs["hardware"] == "cpu"
+    runs.loc[cpu, "computed_peak_per_core_tflops_float32"] = named["per_core_tflops"]["float32"]
+    runs.loc[cpu, "computed_peak_source"] = named["source"]
+    runs.loc[cpu, "compute_dtype"] = "float32"
+    limits = tables.limits(runs, {})
+    resnet = limits[(limits["hardware"] == "cpu") & (limits["model"] == "resnet")].iloc[0]
+    assert resnet["peak"] == pytest.approx(0.2432 * 2)  # per core, times the run's 2 threads
+    assert resnet["peak_source"] == "computed: 3.80 GHz x 16 lanes x 2 FMA units x 2, per core, x 2 threads"
+    assert resnet["above_peak"] == (resnet["achieved"] > resnet["peak"])

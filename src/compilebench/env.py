@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from . import peaks
 from .errors import UserError
 
 KERNEL_ENV_VARS = (
@@ -44,8 +45,13 @@ def cpu_info() -> dict:
     flags = set(flags_line.group(1).split()) if flags_line else set()
     part = re.search(r"^CPU part\s*:\s*(0x[0-9a-f]+)$", text, re.M)
     arm_core = ARM_CORES.get(part.group(1)) if part else None
+    model = name.group(1).strip() if name else arm_core or platform.processor() or platform.machine()
+    simd = sorted(flags & {flag for flag, _ in peaks.FP32_LANES})
     return {
-        "model": name.group(1).strip() if name else arm_core or platform.processor() or platform.machine(),
+        "model": model,
+        "max_mhz": max_mhz(),
+        "simd_flags": simd,
+        "computed_peak": peaks.computed_cpu_peak(arm_core or model, simd, max_mhz()),
         "arch": platform.machine(),
         "logical_cores": os.cpu_count(),
         "bf16_native": bool(flags & set(BF16_CPU_FLAGS)),
@@ -53,6 +59,15 @@ def cpu_info() -> dict:
         "bf16_flags": sorted(flags & set(BF16_CPU_FLAGS)),
         "capability": torch.backends.cpu.get_cpu_capability(),
     }
+
+
+def max_mhz() -> float | None:
+    """The CPU's maximum frequency where the kernel exposes it (cpufreq); a VM often does not."""
+    path = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
+    try:
+        return int(path.read_text()) / 1e3
+    except (OSError, ValueError):
+        return None
 
 
 def accelerator_info() -> dict | None:
@@ -214,4 +229,5 @@ def summary(full: dict) -> dict:
         "fpmath_mode": fpmath,
         "code": full["code"]["commit"],
         "ceilings": full.get("ceilings"),
+        "computed_peak": (full.get("cpu") or {}).get("computed_peak"),
     }

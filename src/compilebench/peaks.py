@@ -134,3 +134,55 @@ def lookup(device_name: str | None, override: dict | None = None, threads: int |
                 "tflops": tflops,
             }
     return None
+
+
+# Float32 lanes of a core's widest FMA, by the instruction set its flags name (widest first).
+FP32_LANES = (("avx512f", 16), ("avx2", 8), ("asimd", 4))
+# FMA pipes per core where the core's name says which core it is (vendors' optimization manuals); else unknown.
+FMA_UNITS = (
+    (r"Sapphire Rapids|Emerald Rapids|Granite Rapids|Xeon.*Platinum|Xeon.*Gold 6", 2),
+    (r"EPYC|Ryzen", 2),
+    (r"Neoverse-V1|Neoverse-V2|Neoverse-N1|Neoverse-N2", 2),
+)
+
+
+def computed_cpu_peak(model: str | None, flags: list[str], max_mhz: float | None) -> dict:
+    """A float32 peak per core from the CPU's own description: clock x float32 lanes x FMA units x 2, each factor
+    with its source; None where a factor is unknown, and which."""
+    lanes = next(((flag, n) for flag, n in FP32_LANES if flag in flags), None)
+    units = next((n for pattern, n in FMA_UNITS if isinstance(model, str) and re.search(pattern, model)), None)
+    factors = {
+        "clock_ghz": max_mhz / 1e3 if max_mhz else None,
+        "clock_source": "the CPU's maximum frequency (cpufreq)" if max_mhz else None,
+        "fp32_lanes": lanes[1] if lanes else None,
+        "lanes_source": f"the {lanes[0]} flag" if lanes else None,
+        "fma_units": units,
+        "fma_source": f"the core named by {model!r}" if units else None,
+    }
+    unknown = [name for name in ("clock_ghz", "fp32_lanes", "fma_units") if factors[name] is None]
+    value = None if unknown else factors["clock_ghz"] * 1e9 * factors["fp32_lanes"] * units * 2 / 1e12
+    return {
+        "per_core_tflops": {"float32": value} if value else None,
+        "formula": "clock x float32 lanes x FMA units x 2 FLOPs, per core",
+        "source": None
+        if unknown
+        else (
+            f"computed: {factors['clock_ghz']:.2f} GHz x {factors['fp32_lanes']} lanes x {units} FMA units x 2, "
+            "per core"
+        ),
+        "factors": factors,
+        "unknown": unknown,
+    }
+
+
+def computed_lookup(device_name: str | None, per_core_tflops: float, source: str, threads: int | None) -> dict | None:
+    """The computed float32 peak of a CPU the table does not list, scaled by the threads a run used, as `lookup`
+    gives a peak."""
+    if not threads:
+        return None
+    return {
+        "name": f"{device_name} (computed)",
+        "source": f"{source}, x {threads} threads",
+        "memory_bandwidth_gbs": None,
+        "tflops": {"float32": per_core_tflops * threads},
+    }

@@ -12,7 +12,7 @@ import pandas as pd
 from . import comparisons, stats
 from .comparisons import DEFAULT_THRESHOLD, baseline_of, busy, detectable_change, verdict
 from .errors import UserError
-from .peaks import lookup
+from .peaks import computed_lookup, lookup
 from .records import COMPILE_PHASES, SWEEP_KEYS
 from .results import read_results
 
@@ -57,6 +57,7 @@ def _run_row(result: dict, path: str) -> dict:
     error = result.get("error") or {}
     environment = result.get("environment") or {}
     ceilings = environment.get("ceilings") or {}
+    computed = environment.get("computed_peak") or {}
     workload = result.get("workload", {})
     preparation = result.get("preparation", {})
     return {
@@ -71,6 +72,8 @@ def _run_row(result: dict, path: str) -> dict:
         "host": environment.get("hostname"),
         **{f"measured_tflops_{dtype}": ceilings.get("tflops", {}).get(dtype) for dtype in CEILING_DTYPES},
         "measured_memory_bandwidth_gbs": ceilings.get("memory_bandwidth_gbs"),
+        "computed_peak_per_core_tflops_float32": ((computed.get("per_core_tflops") or {}).get("float32")),
+        "computed_peak_source": computed.get("source"),
         **{
             f"slurm_{key}": (environment.get("slurm") or {}).get(key)
             for key in ("job_id", "job_partition", "job_nodelist")
@@ -306,7 +309,11 @@ def limits(runs: pd.DataFrame, peak_overrides: dict[str, dict | None]) -> pd.Dat
     """
     rows = []
     for run in runs[runs["status"] == "ok"].to_dict("records"):
-        peak = lookup(run.get("device_name"), peak_overrides.get(run["hardware"]), _int_or_none(run.get("threads")))
+        threads = _int_or_none(run.get("threads"))
+        peak = lookup(run.get("device_name"), peak_overrides.get(run["hardware"]), threads)
+        per_core = run.get("computed_peak_per_core_tflops_float32")
+        if peak is None and per_core is not None and not pd.isna(per_core):
+            peak = computed_lookup(run.get("device_name"), per_core, run["computed_peak_source"], threads)
         row = {k: run.get(k) for k in ("hardware", "model", "mode", "device_name", "compute_dtype")}
         if run["task"] == "text-generation":
             steps_per_s = (run.get("decode_tokens_per_s") or float("nan")) / run["batch_size"]
@@ -326,8 +333,10 @@ def limits(runs: pd.DataFrame, peak_overrides: dict[str, dict | None]) -> pd.Dat
             achieved=achieved,
             measured=measured,
             fraction_of_measured=achieved / measured if measured else None,
+            above_measured=bool(measured) and achieved > measured,  # the ceiling does not bound this run
             peak=limit,
             fraction_of_peak=achieved / limit if limit else None,
+            above_peak=bool(limit) and achieved > limit,
             peak_device=(peak or {}).get("name"),
             peak_source=(peak or {}).get("source"),
         )
@@ -343,8 +352,10 @@ def limits(runs: pd.DataFrame, peak_overrides: dict[str, dict | None]) -> pd.Dat
         "achieved",
         "measured",
         "fraction_of_measured",
+        "above_measured",
         "peak",
         "fraction_of_peak",
+        "above_peak",
         "peak_device",
         "peak_source",
     ]
