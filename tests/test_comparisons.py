@@ -182,7 +182,7 @@ def test_compare_refuses_a_folder_without_results_and_runs_of_two_schemas(tmp_pa
         path.write_text(path.read_text().replace('"schema": 2', '"schema": 1'))
     done = compilebench("compare", tmp_path / "base", other)
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "schema [1]" in done.stderr and "rerun the older run" in done.stderr
+    assert "is of schema 1: this compilebench reads results of schema 2" in done.stderr and "rerun" in done.stderr
 
 
 def test_only_the_experiments_that_regressed_are_counted_and_fail_the_gate(tmp_path):

@@ -173,17 +173,6 @@ def between_runs(base: dict, new: dict, threshold: float, *, lost_is_regression:
     (the gate), an experiment of BASE that NEW lacks is a regression too."""
     import pandas as pd
 
-    schemas = {
-        side: sorted({r["schema"] for r in results.values()}) for side, results in (("BASE", base), ("NEW", new))
-    }
-    if schemas["BASE"] != schemas["NEW"]:
-        raise UserError(
-            f"BASE results have schema {schemas['BASE']} and NEW results schema {schemas['NEW']}: expected two runs "
-            "of one schema. Results of another schema were measured differently (schema 2 measures each experiment "
-            "in `measure.processes` processes and keeps them under `processes`), so their intervals do not compare: "
-            "rerun the older run with this compilebench (`snakemake --cores 4 --forceall` in its project) and "
-            "compare the two reruns."
-        )
     shared = [key for key in base if key in new]
     differences = {key: experiment_difference(base[key], new[key]) for key in shared}
     comparable = [key for key in shared if not differences[key][0]]

@@ -118,7 +118,10 @@ def _shape_problem(record: Any) -> str | None:
         return f"lacks {', '.join(missing)}, which every result has"
     if record["schema"] not in SUPPORTED_SCHEMAS:
         versions = ", ".join(map(str, SUPPORTED_SCHEMAS))
-        return f"is of schema {record['schema']!r}: this compilebench reads results of schema {versions}"
+        return (
+            f"is of schema {record['schema']!r}: this compilebench reads results of schema {versions} (another "
+            "schema was measured differently): rerun the run it belongs to with this compilebench"
+        )
     unknown = sorted(set(record) - RESULT_KEYS)
     if unknown:
         return f"holds {', '.join(unknown)}, which no result of schema {record['schema']} has"
