@@ -264,3 +264,25 @@ def test_a_cpu_the_table_does_not_list_gets_a_peak_computed_from_its_description
     assert resnet["peak"] == pytest.approx(0.2432 * 2)  # per core, times the run's 2 threads
     assert resnet["peak_source"] == "computed: 3.80 GHz x 16 lanes x 2 FMA units x 2, per core, x 2 threads"
     assert resnet["above_peak"] == (resnet["achieved"] > resnet["peak"])
+
+
+def test_eager_beside_a_mode_is_set_against_the_eager_job_and_flagged_where_they_differ(tmp_path):
+    from compilebench import paper
+    from compilebench.results import write_json
+
+    paths = synthetic_results(tmp_path, hardware=("cpu",))
+    slowed = next(p for p in paths if p.parts[-2:] == ("resnet", "compile-default.json"))
+    record = read_results([slowed])[0]
+    record["eager_latency_ms"] = [1.3 * x for x in record["eager_latency_ms"]]  # eager slowed beside the mode
+    write_json(slowed, record)
+    runs, results = tables.runs_table(paths), read_results(paths)
+    speedups = tables.speedups(runs, 0.05, results).set_index(["model", "mode"])
+    flagged = speedups.loc[("resnet", "compile-default")]
+    assert flagged["eager_job_flagged"] == True and flagged["eager_job_ratio"] == pytest.approx(1.3, rel=0.05)  # noqa: E712
+    assert (
+        flagged["eager_job_ratio_ci95_low"] > 1.2 and flagged["eager_beside_median_ms"] > flagged["eager_job_median_ms"]
+    )
+    assert not speedups.drop(("resnet", "compile-default"))["eager_job_flagged"].fillna(False).any()
+    found = paper.eager_job_findings(speedups.reset_index())
+    assert len(found) == 1 and found[0].startswith("On cpu, eager beside resnet in compile-default ran 1.29×")
+    assert "set against the eager job, it is" in found[0]

@@ -151,6 +151,18 @@ def fidelity_findings(runs: pd.DataFrame) -> list[str]:
     return findings
 
 
+def eager_job_findings(speedups: pd.DataFrame) -> list[str]:
+    """Every speedup whose eager, timed beside the mode, is not the eager the eager job timed alone."""
+    flagged = speedups[speedups["eager_job_flagged"] == True] if "eager_job_flagged" in speedups else speedups[:0]  # noqa: E712
+    return [
+        f"On {row['hardware']}, eager beside {row['model']} in {row['mode']} ran {row['eager_job_ratio']:.2f}× the "
+        f"eager job's median ({_interval(row['eager_job_ratio_ci95_low'], row['eager_job_ratio_ci95_high'])}), so "
+        f"its speedup of {_times(row['speedup'])} is not what a user who runs one or the other sees: set against the "
+        f"eager job, it is {_times(row['cross_job_speedup'])}."
+        for row in _records(flagged)
+    ]
+
+
 def instability_findings(speedups: pd.DataFrame) -> list[str]:
     """Every speedup whose measurement was unstable: other work kept the machine busy, or the model's noise floor
     is itself a verdict, so its verdict is unclear (unstable) whatever its interval says."""
@@ -378,16 +390,21 @@ def _published_lookup(published: dict) -> dict[tuple[str, str, str], float]:
     }
 
 
+EAGER_JOB_COLUMNS = ("eager_job_median_ms", "eager_beside_median_ms", "eager_job_ratio", "eager_job_ratio_ci95_low",
+                     "eager_job_ratio_ci95_high", "eager_job_flagged")  # fmt: skip
+
+
 def results_rows(runs: pd.DataFrame, speedups: pd.DataFrame, published: dict) -> list[dict]:
     """Table 1's rows: each run, with its published figures (Table 1b) and each speedup's verdict against its noise
     floor (from the speedups table)."""
     lookup = _published_lookup(published)
-    verdicts = {
-        (r["hardware"], r["model"], r["mode"]): said(r["against_noise"], r.get("unstable")) for r in _records(speedups)
-    }
+    by_key = {(r["hardware"], r["model"], r["mode"]): r for r in _records(speedups)}
     rows = []
     for row in _records(runs):
-        row["against_noise"] = verdicts.get((row["hardware"], row["model"], row["mode"]))
+        speedup = by_key.get((row["hardware"], row["model"], row["mode"])) or {}
+        row["against_noise"] = said(speedup["against_noise"], speedup.get("unstable")) if speedup else None
+        for key in EAGER_JOB_COLUMNS:
+            row[key] = speedup.get(key)
         row["published_median_ms"] = lookup.get(("median_ms", row["model"], row["mode"]))
         row["published_tokens_per_s"] = lookup.get(("tokens_per_s", row["model"], row["mode"]))
         row["published_compile_s"] = lookup.get(("compile_s", row["model"], row["mode"]))
@@ -542,6 +559,7 @@ def context(
         + ([nothing_else] if nothing_else else [])
         + scaling_findings(scaling)
         + fidelity_findings(runs)
+        + eager_job_findings(speedups)
         + instability_findings(speedups),
         "scaling": _records(scaling),
         "quantized": quantization_rows(runs, effects),

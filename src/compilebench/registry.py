@@ -124,16 +124,17 @@ def _latency_samples(src: Sources) -> pd.DataFrame:
 
 @table(
     "speedups",
-    reads=("runs",),
+    reads=("runs", RESULTS),
     settings=("threshold",),
     caption="""Speedup of each mode over eager per hardware and model: the interleaved speedup with its bootstrap
     95% interval (two-level over the experiment's processes), its verdict against the model's noise floor
     (``against_noise``: faster, slower, same or unclear, the band of same widened to the floor's half-width),
-    ``unstable``, ``detectable_change``, and the ratio of the eager job's median to the mode job's median beside
-    it.""",
+    ``unstable``, ``detectable_change``, the ratio of the eager job's median to the mode job's median beside it,
+    and eager as timed beside the mode against the eager job's (``eager_job_ratio``, with its interval and
+    ``eager_job_flagged``: the speedup's eager is not the eager a user who runs eager alone sees).""",
 )
 def _speedups(src: Sources) -> pd.DataFrame:
-    return tables.speedups(src.runs, src.settings["threshold"])
+    return tables.speedups(src.runs, src.settings["threshold"], src.results)
 
 
 @table(

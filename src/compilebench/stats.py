@@ -325,18 +325,29 @@ def break_even(cost_s: float, saving_ms: float, saving_ci95_ms: list[float]) -> 
     return calls_to_pay_off(cost_s, saving_ms), [calls_to_pay_off(cost_s, high_ms), calls_to_pay_off(cost_s, low_ms)]
 
 
+def flagged(ratio: Ratio) -> bool:
+    """A ratio that should be 1: its interval excludes 1 and it is more than `STEADY_STATE_TOLERANCE` from it."""
+    low, high = ratio.ci95
+    return bool((low > 1 or high < 1) and abs(ratio.value - 1) > STEADY_STATE_TOLERANCE)
+
+
+def eager_job_ratio(mode_result: dict, eager_result: dict) -> dict:
+    """Eager's median beside a mode, in the mode's processes, over the eager job's median in its own: 1 where a
+    user who runs eager alone sees the eager the speedup is measured against; `flagged` as a steady state is."""
+    ratio = unpaired(timed(mode_result, "eager_latency_ms"), timed(eager_result), **resampling(mode_result, 0))
+    return {"value": ratio.value, "ci95": ratio.ci95, "flagged": flagged(ratio)}
+
+
 def steady_state(interleaved: list[list[float]], alone: list[list[float]], *, resamples: int = 2000, seed: int = 0):
     """The mode's interleaved median against its median timed alone, process by process, with a 95% interval of
     that ratio; `flagged` when the interval excludes 1 and the ratio is more than `STEADY_STATE_TOLERANCE` from it:
     interleaving with eager then changed what it measured."""
     pairs = [(Timed(np.asarray(a, float)), Timed(np.asarray(b, float))) for a, b in zip(interleaved, alone)]
     ratio = paired(pairs, resamples=resamples, seed=seed)
-    low, high = ratio.ci95
-    excluded = low > 1 or high < 1
     return {
         "median_ms": float(np.median(np.concatenate([np.asarray(b, float) for b in alone]))),
         "n": sum(len(b) for b in alone),
         "ratio": ratio.value,
         "ci95": ratio.ci95,
-        "flagged": bool(excluded and abs(ratio.value - 1) > STEADY_STATE_TOLERANCE),
+        "flagged": flagged(ratio),
     }

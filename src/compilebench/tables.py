@@ -425,15 +425,21 @@ def _with_changes(table: pd.DataFrame, run: dict, threshold: float) -> pd.DataFr
     return pd.concat([table, changes], axis=1)
 
 
-def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
+def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, results: list[dict] = ()) -> pd.DataFrame:
     """Per hardware x model x mode: the interleaved speedup with its interval, its verdict against the model's noise
-    floor (`against_noise`, the band of `same` widened to the floor), whether the measurement was `unstable`, and
-    the cross-job ratio beside it."""
+    floor (`against_noise`, the band of `same` widened to the floor), whether the measurement was `unstable`, the
+    cross-job ratio beside it, and from `results` the eager beside the mode against the eager job's
+    (`eager_job_ratio`, with its interval and `eager_job_flagged`)."""
     ok_eager = runs[(runs["mode"] == "eager") & (runs["status"] == "ok")].set_index(["hardware", "model"])
     modes = runs[runs["mode"] != "eager"].copy()
     keys = list(zip(modes["hardware"], modes["model"]))
     modes["eager_job_median_ms"] = [ok_eager["median_ms"].get(key) for key in keys]
     modes["cross_job_speedup"] = modes["eager_job_median_ms"] / modes["median_ms"]
+    beside = eager_beside(results)
+    for key, column in (("median_ms", "eager_beside_median_ms"), ("value", "eager_job_ratio"),
+                        ("low", "eager_job_ratio_ci95_low"), ("high", "eager_job_ratio_ci95_high"),
+                        ("flagged", "eager_job_flagged")):  # fmt: skip
+        modes[column] = [beside.get(k, {}).get(key) for k in zip(modes["hardware"], modes["model"], modes["mode"])]
     for end in ("low", "high"):
         modes[f"noise_ci95_{end}"] = [ok_eager[f"noise_ci95_{end}"].get(key) for key in keys]
     intervals = list(zip(modes["speedup_ci95_low"], modes["speedup_ci95_high"]))
@@ -470,10 +476,35 @@ def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pd.Dat
         "cross_job_speedup",
         "median_ms",
         "eager_job_median_ms",
+        "eager_beside_median_ms",
+        "eager_job_ratio",
+        "eager_job_ratio_ci95_low",
+        "eager_job_ratio_ci95_high",
+        "eager_job_flagged",
         "compile_s",
         "correct",
     ]
     return modes[columns].reset_index(drop=True)
+
+
+def eager_beside(results: list[dict]) -> dict[tuple[str, str, str], dict]:
+    """Per ok mode result with interleaved eager samples: eager's median beside it, and that eager against the
+    eager job's (`stats.eager_job_ratio`)."""
+    eager = {(r["hardware"], r["model"]): r for r in results if r["mode"] == "eager" and r["status"] == "ok"}
+    out = {}
+    for result in results:
+        job = eager.get((result["hardware"], result["model"]))
+        if result["mode"] == "eager" or result["status"] != "ok" or not result.get("eager_latency_ms") or not job:
+            continue
+        ratio = stats.eager_job_ratio(result, job)
+        out[(result["hardware"], result["model"], result["mode"])] = {
+            "median_ms": float(np.median(result["eager_latency_ms"])),
+            "value": ratio["value"],
+            "low": ratio["ci95"][0],
+            "high": ratio["ci95"][1],
+            "flagged": ratio["flagged"],
+        }
+    return out
 
 
 def against_noise(low, high, noise_low, noise_high, threshold: float = DEFAULT_THRESHOLD) -> str | None:
