@@ -12,6 +12,13 @@ shares code with the other beyond building the model. Each side's figure is the 
 both sides and their ratios, then the worst ratio. Target: every ratio within 0.93-1.07.
 
     python benchmarks/fidelity.py [--config config/config.yaml] [--only resnet18] [--modes jit] [--processes 3]
+    python benchmarks/fidelity.py --separate --only resnet18 vit-tiny.bs8 --modes compile-default
+
+With `--separate`, the plain side is the measurement a user makes when choosing a mode: eager alone in
+`--processes` fresh processes and the mode alone in as many others, never both in one process; its
+speedup is the ratio of the two sides' medians, with a 95% interval over the processes. It is set
+against compilebench's in-process speedup and against its cross-job ratio (the eager job's median
+over the mode job's), each from `--processes` benchmark jobs of each.
 
 By default: the default config's resnet18 in every mode but eager, and vit-tiny's sweep
 points. Image models only (one call per sample); about 30 minutes on two cores.
@@ -50,32 +57,58 @@ def plain_measurement(exp: dict) -> dict:
     from compilebench.models import build
 
     settings = exp["mode_settings"]
+    _set_inductor_options(torch, settings)
+    bundle = build(exp["model"], ModelSpec.from_json(exp["spec"]), exp["seed"], exp["device"])
+    model, inputs = bundle.module, bundle.inputs
+    with torch.no_grad():
+        eager_ms = _median_ms(lambda: model(*inputs), exp["measure"]["warmup"])
+        compiled = _plain_mode(torch, model, inputs, settings)
+        compiled(*inputs)
+        mode_ms = _median_ms(lambda: compiled(*inputs), exp["measure"]["warmup"])
+    return {"eager_ms": eager_ms, "mode_ms": mode_ms, "threads": torch.get_num_threads()}
+
+
+def _set_inductor_options(torch, settings: dict) -> None:
     for option, value in _inductor_options(settings).items():
         *parents, leaf = option.split(".")
         target = torch._inductor.config
         for parent in parents:
             target = getattr(target, parent)
         setattr(target, leaf, value)
+
+
+def _plain_mode(torch, model, inputs: tuple, settings: dict):
+    """The mode as a practitioner writes it: torch.compile, TorchScript, or an AOTInductor package."""
+    if settings["kind"] == "compile":
+        return torch.compile(model, backend=settings["backend"], mode=settings["mode"], dynamic=settings["dynamic"])
+    if settings["kind"] == "jit":
+        traced = torch.jit.script(model) if settings["method"] == "script" else torch.jit.trace(model, inputs)
+        traced = torch.jit.freeze(traced.eval()) if settings["freeze"] else traced
+        return torch.jit.optimize_for_inference(traced) if settings["optimize_for_inference"] else traced
+    exported = torch.export.export(model, inputs, strict=settings["strict"])
+    with tempfile.TemporaryDirectory() as folder:
+        package = torch._inductor.aoti_compile_and_package(exported, package_path=f"{folder}/model.pt2")
+        return torch._inductor.aoti_load_package(package)
+
+
+def plain_side(exp: dict, side: str) -> dict:
+    """One side alone in this process, eager or the mode, as a user who runs only that one times it: every call's
+    milliseconds."""
+    apply_hardware(exp["hardware_env"], exp["threads"])
+    import torch
+
+    from compilebench.experiment import ModelSpec
+    from compilebench.models import build
+
+    settings = exp["mode_settings"]
+    _set_inductor_options(torch, settings)
     bundle = build(exp["model"], ModelSpec.from_json(exp["spec"]), exp["seed"], exp["device"])
     model, inputs = bundle.module, bundle.inputs
     with torch.no_grad():
-        eager_ms = _median_ms(lambda: model(*inputs), exp["measure"]["warmup"])
-        if settings["kind"] == "compile":
-            compiled = torch.compile(
-                model, backend=settings["backend"], mode=settings["mode"], dynamic=settings["dynamic"]
-            )
-        elif settings["kind"] == "jit":
-            traced = torch.jit.script(model) if settings["method"] == "script" else torch.jit.trace(model, inputs)
-            traced = torch.jit.freeze(traced.eval()) if settings["freeze"] else traced
-            compiled = torch.jit.optimize_for_inference(traced) if settings["optimize_for_inference"] else traced
-        else:
-            exported = torch.export.export(model, inputs, strict=settings["strict"])
-            with tempfile.TemporaryDirectory() as folder:
-                package = torch._inductor.aoti_compile_and_package(exported, package_path=f"{folder}/model.pt2")
-                compiled = torch._inductor.aoti_load_package(package)
-        compiled(*inputs)
-        mode_ms = _median_ms(lambda: compiled(*inputs), exp["measure"]["warmup"])
-    return {"eager_ms": eager_ms, "mode_ms": mode_ms, "threads": torch.get_num_threads()}
+        if side == "mode":
+            model = _plain_mode(torch, model, inputs, settings)
+            model(*inputs)
+        return {"samples_ms": _samples_ms(lambda: model(*inputs), exp["measure"]["warmup"])}
 
 
 def _inductor_options(settings: dict) -> dict:
@@ -84,7 +117,7 @@ def _inductor_options(settings: dict) -> dict:
     return {}
 
 
-def _median_ms(fn, warmup: int) -> float:
+def _samples_ms(fn, warmup: int) -> list[float]:
     for _ in range(warmup):
         fn()
     times = []
@@ -93,7 +126,11 @@ def _median_ms(fn, warmup: int) -> float:
         start = time.perf_counter()
         fn()
         times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+    return times
+
+
+def _median_ms(fn, warmup: int) -> float:
+    return statistics.median(_samples_ms(fn, warmup))
 
 
 def compilebench_measurement(exp: Experiment, folder: Path) -> dict:
@@ -112,9 +149,9 @@ def compilebench_measurement(exp: Experiment, folder: Path) -> dict:
     }
 
 
-def in_fresh_process(exp: Experiment) -> dict:
+def in_fresh_process(exp: Experiment, side: str = "both") -> dict:
     done = subprocess.run(
-        [sys.executable, __file__, "--plain"], input=json.dumps(exp.to_json()), capture_output=True, text=True
+        [sys.executable, __file__, "--plain", side], input=json.dumps(exp.to_json()), capture_output=True, text=True
     )
     if done.returncode != 0:
         raise RuntimeError(f"the plain measurement of {exp.model}/{exp.mode} failed: {done.stderr[-2000:]}")
@@ -140,12 +177,17 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", help="models (or sweep points) to check")
     parser.add_argument("--modes", nargs="+", help="modes to check (default: every mode of each model but eager)")
     parser.add_argument("--processes", type=int, default=3)
-    parser.add_argument("--plain", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--separate", action="store_true", help="eager and the mode in separate fresh processes")
+    parser.add_argument("--plain", choices=("both", "eager", "mode"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.plain:
-        print(json.dumps(plain_measurement(json.load(sys.stdin))))
+        exp = json.load(sys.stdin)
+        print(json.dumps(plain_measurement(exp) if args.plain == "both" else plain_side(exp, args.plain)))
         return
     config = configuration.load(args.config)
+    if args.separate:
+        separate(config, args)
+        return
     rows = []
     with tempfile.TemporaryDirectory(prefix="compilebench-fidelity-") as tmp:
         for exp in selected(config, args.hardware, args.only, args.modes):
@@ -176,6 +218,39 @@ def main() -> None:
     name, kind, worst = max(ratios, key=lambda item: abs(math.log(item[2])))
     inside = sum(0.93 <= value <= 1.07 for _, _, value in ratios)
     print(f"worst ratio: {worst:.3f} ({name}, {kind}); {inside} of {len(ratios)} within 0.93-1.07", flush=True)
+
+
+def separate(config: dict, args: argparse.Namespace) -> None:
+    """compilebench's speedups beside the plain one a user choosing a mode measures: eager alone in fresh
+    processes, the mode alone in others."""
+    import numpy as np
+
+    from compilebench.stats import Timed, unpaired
+
+    print("experiment                          plain (separate)        in-process   cross-job   ratios to plain")
+    with tempfile.TemporaryDirectory(prefix="compilebench-fidelity-") as tmp:
+        for exp in selected(config, args.hardware, args.only, args.modes):
+            eager_exp = configuration.experiment(config, exp.model, "eager", args.hardware)
+            eager_exp = eager_exp.replace(measure=exp.measure)
+            eager, mode, inside, jobs_eager, jobs_mode = [], [], [], [], []
+            for _ in range(args.processes):  # alternated, so that drift hits every side alike
+                eager.append(in_fresh_process(exp, "eager")["samples_ms"])
+                mode.append(in_fresh_process(exp, "mode")["samples_ms"])
+                ours = benchmark_job(exp, Path(tmp) / "mode.json")
+                job = benchmark_job(eager_exp, Path(tmp) / "eager.json")
+                inside.append(ours["speedup"]["value"])
+                jobs_mode.append(ours["stats"]["median_ms"])
+                jobs_eager.append(job["stats"]["median_ms"])
+            ratio = unpaired([Timed(np.asarray(x), 1) for x in eager], [Timed(np.asarray(x), 1) for x in mode])
+            plain = ratio.value
+            in_process = statistics.median(inside)
+            cross = statistics.median(jobs_eager) / statistics.median(jobs_mode)
+            interval = f"({ratio.ci95[0]:.3f}-{ratio.ci95[1]:.3f})"
+            print(
+                f"{exp.model + '/' + exp.mode:34} {plain:.3f} {interval}  {in_process:10.3f}  {cross:10.3f}   "
+                f"in-process {in_process / plain:.3f}, cross-job {cross / plain:.3f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 
 import psutil
 import pytest
 import torch
+import yaml
 from helpers import tiny_config
 
 from compilebench import cli, jobs, runner
@@ -142,11 +145,17 @@ def test_hardware_settings_that_do_not_hold_fail_the_environment_check_with_both
         with pytest.raises(env.HardwareError) as refused:
             env.check_settings("cpu", {"device": "cpu", **entry})
         assert expected in str(refused.value), str(refused.value)
-    # The environment job checks it in the hardware's own interpreter, before any benchmark job.
-    record = jobs.environment_job("cpu", {"device": "cpu", "threads": 1_000_000}, tmp_path / "env.json")
-    assert record["status"] == "failed", record
-    message = record["error"]["message"]
-    assert f"`hardware.cpu.threads` is 1000000, more threads than the {cores} logical cores" in message
+    # The environment job checks it in the hardware's own interpreter, before any benchmark job: run from the
+    # command line here, since the job sets the thread count of the process it runs in.
+    raw = tiny_config(hardware={"cpu": {"device": "cpu", "threads": 1_000_000}})
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(raw))
+    done = subprocess.run(
+        [sys.executable, "-m", "compilebench.cli", "env", "--config", tmp_path / "config.yaml", "--check", "--out",
+         tmp_path / "env.json"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 1 and json.loads((tmp_path / "env.json").read_text())["status"] == "failed"
+    assert f"`hardware.cpu.threads` is 1000000, more threads than the {cores} logical cores" in done.stderr
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
