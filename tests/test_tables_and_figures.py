@@ -271,18 +271,26 @@ def test_eager_beside_a_mode_is_set_against_the_eager_job_and_flagged_where_they
     from compilebench.results import write_json
 
     paths = synthetic_results(tmp_path, hardware=("cpu",))
-    slowed = next(p for p in paths if p.parts[-2:] == ("resnet", "compile-default.json"))
-    record = read_results([slowed])[0]
-    record["eager_latency_ms"] = [1.3 * x for x in record["eager_latency_ms"]]  # eager slowed beside the mode
-    write_json(slowed, record)
+    one_process = tables.speedups(tables.runs_table(paths), 0.05, read_results(paths))
+    assert one_process["eager_job_ratio"].notna().any() and one_process["eager_job_flagged"].isna().all()  # no spread
+    for path in paths:  # each of resnet's results measured in two processes
+        record = read_results([path])[0]
+        if record["model"] != "resnet" or record["status"] != "ok":
+            continue
+        if record["mode"] == "compile-default":
+            record["eager_latency_ms"] = [1.3 * x for x in record["eager_latency_ms"]]  # eager slowed beside it
+        keys = [k for k in ("latency_ms", "eager_latency_ms") if k in record]
+        record["processes"] = [{k: record[k][half::2] for k in keys} for half in (0, 1)]
+        write_json(path, record)
     runs, results = tables.runs_table(paths), read_results(paths)
     speedups = tables.speedups(runs, 0.05, results).set_index(["model", "mode"])
     flagged = speedups.loc[("resnet", "compile-default")]
     assert flagged["eager_job_flagged"] == True and flagged["eager_job_ratio"] == pytest.approx(1.3, rel=0.05)  # noqa: E712
     assert (
-        flagged["eager_job_ratio_ci95_low"] > 1.2 and flagged["eager_beside_median_ms"] > flagged["eager_job_median_ms"]
+        flagged["eager_job_ratio_ci95_low"] > 1.1 and flagged["eager_beside_median_ms"] > flagged["eager_job_median_ms"]
     )
-    assert not speedups.drop(("resnet", "compile-default"))["eager_job_flagged"].fillna(False).any()
+    resnet = speedups.loc["resnet"].drop("compile-default")
+    assert (resnet["eager_job_flagged"] == False).all()  # noqa: E712
     found = paper.eager_job_findings(speedups.reset_index())
     assert len(found) == 1 and found[0].startswith("On cpu, eager beside resnet in compile-default ran 1.29×")
     assert "set against the eager job, it is" in found[0]

@@ -333,9 +333,13 @@ def flagged(ratio: Ratio) -> bool:
 
 def eager_job_ratio(mode_result: dict, eager_result: dict) -> dict:
     """Eager's median beside a mode, in the mode's processes, over the eager job's median in its own: 1 where a
-    user who runs eager alone sees the eager the speedup is measured against; `flagged` as a steady state is."""
+    user who runs eager alone sees the eager the speedup is measured against. `flagged` as a steady state is, where
+    both sides hold two processes or more; with one process on a side the interval holds no spread between
+    processes (which moves a median by several percent), so it cannot say, and `flagged` is None."""
     ratio = unpaired(timed(mode_result, "eager_latency_ms"), timed(eager_result), **resampling(mode_result, 0))
-    return {"value": ratio.value, "ci95": ratio.ci95, "flagged": flagged(ratio)}
+    judged = min(ratio.processes) >= 2
+    return {"value": ratio.value, "ci95": ratio.ci95, "processes": ratio.processes,
+            "flagged": flagged(ratio) if judged else None}  # fmt: skip
 
 
 def steady_state(interleaved: list[list[float]], alone: list[list[float]], *, resamples: int = 2000, seed: int = 0):
