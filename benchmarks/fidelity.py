@@ -162,7 +162,11 @@ def selected(config: dict, hardware: str, only: list[str] | None, modes: list[st
     names = only or [m for m in config["models"] if m.split(".")[0] in DEFAULT_MODELS]
     experiments = []
     for model in names:
-        for mode in modes or configuration.model_modes(config, model):
+        for mode in [
+            m
+            for m in modes or configuration.model_modes(config, model)
+            if m in configuration.model_modes(config, model)
+        ]:
             exp = configuration.experiment(config, model, mode, hardware)
             if mode == "eager" or exp.spec.task == "text-generation":
                 continue
