@@ -234,6 +234,10 @@ BAD_VALUES = {
         lambda c, t: c["measure"].update(interleave_block=None, interleave_block_s=1.0, min_blocks=400, timeout_s=600),
         "measure.min_blocks",
     ),
+    "a stream whose calls cannot fit the timeout": (
+        lambda c, t: c["models"]["vit"].update(stream={"batch_size": [1, 2], "repeat": 1_000_000_000}),
+        "models.vit.stream",
+    ),
     "a stream and a sweep on one model": (
         lambda c, t: c["models"]["vit"].update(stream={"batch_size": [1, 2]}, sweep={"batch_size": [1, 2]}),
         "models.vit.stream",

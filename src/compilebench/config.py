@@ -142,7 +142,11 @@ def validate(config: dict) -> dict:
         _check_dynamic_axes(name, model, config)
         if "iterations" in model.get("measure", {}) or "max_iterations" in model.get("measure", {}):
             _check_iterations(f"models.{name}.measure", measure_settings(config, name))
-        if not model.get("stream"):
+        if model.get("stream"):
+            plan.check_stream_fits(
+                f"models.{model['stream_of']}.stream", model["stream"], measure_settings(config, name)
+            )
+        else:
             key = f"models.{model.get('sweep_of') or name}.measure"
             plan.check_fits_timeout(key, measure_settings(config, name), model.get("measure", {}))
     catalog.check_architectures(config["models"])

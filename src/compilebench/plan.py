@@ -11,6 +11,7 @@ from . import modes
 from .errors import ConfigError
 
 DEFAULT_PASSES = 3  # a stream's passes where the config gives none (streams.DEFAULT_PASSES)
+CALL_FLOOR_S = 5e-6  # no call of a torch module returns sooner: what a stream's calls take at the least
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,8 @@ def stream_calls(stream: dict) -> int:
 def experiment_plan(measure: dict, entry: dict, mode: str, settings: dict) -> Planned:
     """The share of one experiment: `measure` its settings, `entry` its model entry, `settings` its mode's."""
     if entry.get("stream"):
-        return Planned(1, 0, stream_calls(entry["stream"]), 0.0)
+        calls = stream_calls(entry["stream"])
+        return Planned(1, 0, calls, 2 * calls * CALL_FLOOR_S)  # eager's passes and the mode's
     processes = measure["processes"]
     starts = 0
     if measure["warm_start"] and settings["kind"] == "compile":
@@ -143,6 +145,18 @@ def check_fits_timeout(key: str, measure: dict, own: dict) -> None:
             f"{floor:g} s from {', '.join(f'`{name(k)}`' for k in keys)} (min_blocks blocks of "
             f"interleave_block_s on each side, the timed phase, the steady state): expected a timeout_s above "
             f"{floor:g} s, or settings that fit it."
+        )
+
+
+def check_stream_fits(key: str, stream: dict, measure: dict) -> None:
+    """Refuse a stream whose calls alone cannot fit its process's `timeout_s`, at CALL_FLOOR_S a call."""
+    calls = stream_calls(stream)
+    floor = 2 * calls * CALL_FLOOR_S
+    if floor >= measure["timeout_s"]:
+        raise ConfigError(
+            f"Config key `{key}` makes {calls} calls on each side (eager's passes and the mode's), which take at "
+            f"least {floor:.3g} s at {CALL_FLOOR_S * 1e6:g} µs a call, more than the process's timeout_s "
+            f"({measure['timeout_s']:g} s): expected fewer values, repeats or passes, or a larger timeout_s."
         )
 
 
