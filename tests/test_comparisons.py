@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -458,3 +459,32 @@ def test_a_pair_whose_experiments_differ_is_not_comparable_and_the_environments_
     table = pd.read_csv(out)
     jit = table[(table["model"] == "resnet") & (table["mode"] == "jit") & (table["hardware"] == "cpu")].iloc[0]
     assert not jit["comparable"] and pd.isna(jit["ratio"]) and pd.isna(jit["regression"])
+
+
+def test_compare_gates_compile_time_and_graph_breaks_and_a_run_against_itself_passes(tmp_path):
+    synthetic_results(tmp_path / "base" / "results")
+    one = Path("results") / "runs" / "cpu" / "resnet" / "compile-default.json"
+    base = json.loads((tmp_path / "base" / one).read_text())
+    base["compile_warm_samples_s"] = [2.0, 2.1, 1.9, 2.05]  # four warm starts, as four processes give
+    (tmp_path / "base" / one).write_text(json.dumps(base))
+    new = scaled_copy(tmp_path / "base", tmp_path / "new", 1.0)
+    doctored = {**base, "compile_s": 1.5 * base["compile_s"]}
+    doctored["compile_warm_samples_s"] = [1.5 * x for x in base["compile_warm_samples_s"]]
+    doctored["compiler"] = {**base["compiler"], "graph_breaks": 1, "graph_break_reasons": {"data-dependent branch": 1}}
+    (new / one).write_text(json.dumps(doctored))
+    out = tmp_path / "comparison.csv"
+    done = compilebench("compare", tmp_path / "base", new, "--fail-on-regression", "--out", out)
+    assert done.returncode == 1, done.stdout + done.stderr
+    line = next(x for x in done.stdout.splitlines() if x.startswith("cpu/resnet/compile-default:"))
+    assert "REGRESSION (warm compile slower; graph breaks 0 → 1)" in line
+    cold = f"  cold compile {base['compile_s']:.3g} s → {doctored['compile_s']:.3g} s, ratio 0.667: unclear (1 samples)"
+    assert cold in done.stdout  # one cold start a side: no verdict
+    assert "  structure changed: graph breaks 0 → 1 (data-dependent branch)" in done.stdout
+    row = pd.read_csv(out).set_index(["hardware", "model", "mode"]).loc[("cpu", "resnet", "compile-default")]
+    assert row["compile_warm_verdict"] == "slower" and row["compile_warm_ratio_ci95_high"] < 0.85
+    same = compilebench("compare", tmp_path / "base", tmp_path / "base", "--fail-on-regression", "--out", out)
+    assert same.returncode == 0, same.stdout
+    table = pd.read_csv(out)
+    verdicts = set(table["compile_warm_verdict"].dropna()) | set(table["compile_cold_verdict"].dropna())
+    assert verdicts and all(v == "same" or v.startswith("unclear") for v in verdicts)
+    assert table["structure_change"].isna().all()

@@ -38,6 +38,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("base", type=Path, help="the earlier run: a project folder, or its results/ folder")
     p.add_argument("new", type=Path, help="the run to judge, likewise")
     p.add_argument("--threshold", type=float, default=comparisons.DEFAULT_THRESHOLD, help="the ± band of `same`")
+    p.add_argument(
+        "--compile-threshold",
+        type=float,
+        default=comparisons.COMPILE_THRESHOLD,
+        help="the ± band of `same` for cold and warm compile times",
+    )
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when anything regressed")
     p.add_argument(
         "--fail-on-unstable",
@@ -107,17 +113,18 @@ def benchmark_job(
 
 def compare(args: argparse.Namespace) -> int:
     """Print the verdict of every experiment both runs hold; 1 under --fail-on-regression when any regressed."""
-    if not 0 < args.threshold < 1:
-        raise configuration.UserError(
-            f"--threshold is {args.threshold}: expected a fraction between 0 and 1, such as 0.05."
-        )
+    for flag, value in (("--threshold", args.threshold), ("--compile-threshold", args.compile_threshold)):
+        if not 0 < value < 1:
+            raise configuration.UserError(f"{flag} is {value}: expected a fraction between 0 and 1, such as 0.05.")
     base, new = comparisons.run_results(args.base), comparisons.run_results(args.new)
     if not set(base) & set(new):
         raise configuration.UserError(
             f"{args.base} and {args.new} share no experiment (hardware/model/mode): expected two runs of one "
             f"config, or of configs with experiments in common. BASE holds {_holds(base)}; NEW holds {_holds(new)}."
         )
-    table = comparisons.between_runs(base, new, args.threshold, lost_is_regression=True)
+    table = comparisons.between_runs(
+        base, new, args.threshold, lost_is_regression=True, compile_threshold=args.compile_threshold
+    )
     only_base, only_new = sorted(set(base) - set(new)), sorted(set(new) - set(base))
     print(comparisons.describe(table, only_base, only_new, comparisons.environments_said(base, new)))
     if args.out:

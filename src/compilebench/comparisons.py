@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import UserError
-from .modes import MODE_NAMES, base_mode, unquantized
+from .modes import COMPILING_KINDS, MODE_NAMES, base_mode, unquantized
 from .results import read_result, run_result_paths
 from .stats import (  # noqa: F401  (the estimators, as comparisons' readers name them)
     DEFAULT_THRESHOLD,
@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 KEY = ["model", "mode"]
+COMPILE_THRESHOLD = 0.15  # the band of `same` for compile times, as PyTorch's compiler dashboard judges them
+MIN_COMPILE_SAMPLES = 3  # fresh starts a side before a compile time gets an interval and a verdict
 
 
 def said(verdict_word: str | None, unstable: bool | None) -> str | None:
@@ -164,13 +166,22 @@ def by_experiment(results) -> dict[tuple[str, str, str], dict]:
     return {(r["hardware"], r["model"], r["mode"]): r for r in results}
 
 
-def between_runs(base: dict, new: dict, threshold: float, *, lost_is_regression: bool = False) -> pd.DataFrame:
+def between_runs(
+    base: dict,
+    new: dict,
+    threshold: float,
+    *,
+    lost_is_regression: bool = False,
+    compile_threshold: float = COMPILE_THRESHOLD,
+) -> pd.DataFrame:
     """Each experiment present in both runs: statuses, correctness, the ratio of medians with its interval and
     verdict, and whether it regressed; then the geometric mean per hardware and mode. A status leaving `ok`, or
     a correctness check turning from pass to fail, is a regression whatever the timing; a `slower` verdict is
     one unless either run's measurement of it was unstable. A pair whose experiments differ in what was measured
     (`experiment_difference`) is not comparable: listed with the keys, not compared. With `lost_is_regression`
-    (the gate), an experiment of BASE that NEW lacks is a regression too."""
+    (the gate), an experiment of BASE that NEW lacks is a regression too. A compiling mode's cold and warm compile
+    times are compared against `compile_threshold` (`compile_times`), and its compiled structure (`structure`): a
+    compile-time `slower`, a new graph break or a new recompile is a regression."""
     import pandas as pd
 
     shared = [key for key in base if key in new]
@@ -184,12 +195,14 @@ def between_runs(base: dict, new: dict, threshold: float, *, lost_is_regression:
         before, after = base[key], new[key]
         what, how = differences[key]
         row = ratios.get(key, {"hardware": key[0], "scope": "experiment", "model": key[1], "mode": key[2]})
+        compiled = {} if what else {**compile_times(before, after, compile_threshold), **structure(before, after)}
         rows.append({
             **row, "base_torch": _torch(before), "torch": _torch(after),
             "unstable": key in unstable,
             "base_status": before["status"], "status": after["status"],
             "base_correct": _passed(before), "correct": _passed(after),
-            "regression": None if what else _regression(before, after, row),
+            **compiled,
+            "regression": None if what else _regression(before, after, row, compiled),
             "comparable": not what, "differs_in": "; ".join(what or how) or None,
         })  # fmt: skip
     if lost_is_regression:
@@ -213,10 +226,74 @@ def between_runs(base: dict, new: dict, threshold: float, *, lost_is_regression:
     return pd.DataFrame(rows, columns=BETWEEN_COLUMNS)
 
 
+COMPILE_STARTS = ("cold", "warm")
+COMPILE_COLUMNS = [
+    f"compile_{start}_{key}"
+    for start in COMPILE_STARTS
+    for key in ("base_s", "s", "ratio", "ratio_ci95_low", "ratio_ci95_high", "verdict", "samples")
+]
+STRUCTURE = ("graphs", "graph_breaks", "recompiles")
 BETWEEN_COLUMNS = [
     *(c for c in COLUMNS if c != "baseline_hardware"),
-    *("base_status", "status", "base_correct", "correct", "regression", "comparable", "differs_in"),
+    *("base_status", "status", "base_correct", "correct"),
+    *COMPILE_COLUMNS,
+    *(f"{side}{key}" for key in STRUCTURE for side in ("base_", "")),
+    "structure_change",
+    *("regression", "comparable", "differs_in"),
 ]
+
+
+def compile_samples(result: dict) -> dict[str, list[float]]:
+    """A compiling result's cold starts (its first process's first call) and warm starts (its later processes', or
+    the start its job made from the caches the cold one left), in seconds; none for a mode that does not compile."""
+    if (result.get("mode_settings") or {}).get("kind") not in COMPILING_KINDS or result["status"] != "ok":
+        return {"cold": [], "warm": []}
+    processes = result.get("processes") or [result]
+    warm = result.get("compile_warm_samples_s") or [result.get("compile_warm_s")]
+    return {
+        "cold": [s for s in (processes[0].get("compile_s"),) if s is not None],
+        "warm": [s for s in warm if s is not None],
+    }
+
+
+def compile_times(before: dict, after: dict, threshold: float) -> dict:
+    """Each start's compile time, BASE's over NEW's median (below 1: NEW compiles slower), with an interval over
+    the fresh starts and a verdict against `threshold` where each side has MIN_COMPILE_SAMPLES of them; else
+    `unclear (n samples)` beside the ratio of medians."""
+    row: dict[str, Any] = {}
+    samples = (compile_samples(before), compile_samples(after))
+    for start in COMPILE_STARTS:
+        a, b = samples[0][start], samples[1][start]
+        if not a or not b:
+            continue
+        prefix = f"compile_{start}_"
+        row.update({f"{prefix}base_s": float(np.median(a)), f"{prefix}s": float(np.median(b)),
+                    f"{prefix}samples": min(len(a), len(b))})  # fmt: skip
+        if min(len(a), len(b)) < MIN_COMPILE_SAMPLES:
+            row.update({f"{prefix}ratio": float(np.median(a) / np.median(b)),
+                        f"{prefix}verdict": f"unclear ({min(len(a), len(b))} samples)"})  # fmt: skip
+            continue
+        ratio = unpaired([Timed(np.asarray([x])) for x in a], [Timed(np.asarray([x])) for x in b], seed=0).row(
+            threshold
+        )
+        row.update({f"{prefix}{key}": ratio[key] for key in ("ratio", "ratio_ci95_low", "ratio_ci95_high", "verdict")})
+    return row
+
+
+def structure(before: dict, after: dict) -> dict:
+    """What each run compiled (graphs, graph breaks, recompiles), and how that changed, with the new reasons."""
+    a, b = before.get("compiler") or {}, after.get("compiler") or {}
+    row = {f"{side}{key}": r.get(key) for key in STRUCTURE for side, r in (("base_", a), ("", b))}
+    changes = []
+    for key in STRUCTURE:
+        if a.get(key) is not None and b.get(key) is not None and a[key] != b[key]:
+            reasons = {"graph_breaks": "graph_break_reasons", "recompiles": "recompile_reasons"}.get(key)
+            gained = [r for r in (b.get(reasons) or []) if r not in (a.get(reasons) or [])] if reasons else []
+            why = f" ({'; '.join(str(r)[:120] for r in gained[:3])})" if gained else ""
+            changes.append(f"{key.replace('_', ' ')} {a[key]} → {b[key]}{why}")
+    row["structure_change"] = "; ".join(changes) or None
+    return row
+
 
 # What a result says was measured: a pair that differs in any of these is not the same experiment. The rest of
 # `measure` says how precisely it was measured: listed, and compared.
@@ -305,15 +382,20 @@ def _slower(row: dict) -> bool:
     return row.get("verdict") == "slower" and row.get("unstable") is not True
 
 
-def _regression(before: dict, after: dict, ratio: dict) -> str | None:
-    """Why an experiment regressed, or None."""
+def _regression(before: dict, after: dict, ratio: dict, compiled: dict) -> str | None:
+    """Why an experiment regressed, or None: each reason, where there are several."""
     if before["status"] == "ok" and after["status"] != "ok":
         return f"status ok → {after['status']}"
     if _passed(before) is True and _passed(after) is False:
         return "correctness pass → fail"
-    if _slower(ratio):
-        return "slower"
-    return None
+    reasons = ["slower"] if _slower(ratio) else []
+    reasons += [
+        f"{start} compile slower" for start in COMPILE_STARTS if compiled.get(f"compile_{start}_verdict") == "slower"
+    ]
+    for key in ("graph_breaks", "recompiles"):
+        if (compiled.get(key) or 0) > (compiled.get(f"base_{key}") or 0):
+            reasons.append(f"{key.replace('_', ' ')} {compiled[f'base_{key}']} → {compiled[key]}")
+    return "; ".join(reasons) or None
 
 
 def describe(table: pd.DataFrame, only_base: list, only_new: list, environments: list[str] = ()) -> str:
@@ -335,6 +417,7 @@ def describe(table: pd.DataFrame, only_base: list, only_new: list, environments:
                 lines[-1] += f"; measured with other settings: {row['differs_in']}"
         if isinstance(row["regression"], str):
             lines[-1] += f"  REGRESSION ({row['regression']})"
+        lines += _compile_said(row)
     for row in table[table["scope"] == "geomean"].to_dict("records"):
         lines.append(
             f"geometric mean, {row['mode']} on {row['hardware']} ({int(row['experiments'])} experiments): "
@@ -353,6 +436,28 @@ def describe(table: pd.DataFrame, only_base: list, only_new: list, environments:
         + (f"; {unstable} measured unstably (unclear, not a regression)" if unstable else "")
     )
     return "\n".join(lines)
+
+
+def _compile_said(row: dict) -> list[str]:
+    """`  cold compile 16.6 s → 24.9 s, ratio 0.667 (95% CI 0.62–0.71): slower` where a compile time moved or has a
+    verdict, and the structure's change."""
+    import pandas as pd
+
+    lines = []
+    for start in COMPILE_STARTS:
+        prefix = f"compile_{start}_"
+        ratio = row.get(f"{prefix}ratio")
+        if pd.isna(ratio) or (abs(ratio - 1) < 0.01 and row[f"{prefix}verdict"] not in ("faster", "slower")):
+            continue
+        low, high = row.get(f"{prefix}ratio_ci95_low"), row.get(f"{prefix}ratio_ci95_high")
+        interval = "" if pd.isna(low) else f" (95% CI {low:.3f}–{high:.3f})"
+        lines.append(
+            f"  {start} compile {row[f'{prefix}base_s']:.3g} s → {row[f'{prefix}s']:.3g} s, ratio "
+            f"{row[f'{prefix}ratio']:.3f}{interval}: {row[f'{prefix}verdict']}"
+        )
+    if isinstance(row.get("structure_change"), str):
+        lines.append(f"  structure changed: {row['structure_change']}")
+    return lines
 
 
 def _ratio_said(row: dict) -> str:
