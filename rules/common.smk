@@ -416,7 +416,9 @@ onstart:
         if runs_here():
             configuration.check_devices_here(config, gpu_visible)
         hardware = active_hardware() if runs_here() else list(config["hardware"])
-        planned = plan.plan(config, plan.results_done(config, layout.RUN), hardware)
+        planned = configuration.planned(
+            config, configuration.results_done(config, layout.RUN), hardware
+        )
         print(planned.describe(), file=sys.stderr)
         plan.check_max_hours(planned, config["max_hours"])
     except ConfigError as error:

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         config = configuration.load(args.config)
         if args.command == "check":
             per_entry = sum(len(configuration.model_modes(config, m)) for m in config["models"])
-            planned = plan.plan(config)
+            planned = configuration.planned(config)
             print(
                 f"{args.config} is valid: {len(config['models'])} models, {per_entry} experiments on each of "
                 f"{len(config['hardware'])} hardware entries\n{planned.describe()}"

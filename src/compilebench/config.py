@@ -565,6 +565,32 @@ def check_devices_here(config: dict, gpu_visible) -> None:
             )
 
 
+def planned(config: dict, done: set[tuple[str, str, str]] = frozenset(), hardware: list[str] | None = None):
+    """What a validated config plans on `hardware` (default: every entry), less the experiments in `done`."""
+    hardware = list(config["hardware"]) if hardware is None else hardware
+    definitions = modes.definitions(config)
+    jobs = [(h, m, mode) for h in hardware for m in config["models"] for mode in model_modes(config, m)]
+    shares = [
+        plan.experiment_plan(measure_settings(config, m), config["models"][m], mode, definitions[mode])
+        for h, m, mode in jobs
+        if (h, m, mode) not in done
+    ]
+    optional = sum(1 for h in hardware if config["hardware"][h].get("optional"))
+    return plan.totals(shares, experiments=len(jobs), hardware=len(hardware), optional=optional,
+                       done=sum(1 for job in jobs if job in done))  # fmt: skip
+
+
+def results_done(config: dict, result_path: str) -> set[tuple[str, str, str]]:
+    """The experiments whose result file (`result_path`, formatted with hardware, model and mode) is on disk."""
+    return {
+        (h, m, mode)
+        for h in config["hardware"]
+        for m in config["models"]
+        for mode in model_modes(config, m)
+        if Path(result_path.format(hardware=h, model=m, mode=mode)).is_file()
+    }
+
+
 def hardware_prices(config: dict) -> dict[str, float]:
     """Hourly prices of the hardware entries that have one, for cost per inference."""
     return {name: e["price_per_hour"] for name, e in config["hardware"].items() if e.get("price_per_hour") is not None}

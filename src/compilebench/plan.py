@@ -5,9 +5,7 @@ bound on the time the measurement takes from the settings alone; settings that c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from . import modes
 from .errors import ConfigError
 
 DEFAULT_PASSES = 3  # a stream's passes where the config gives none (streams.DEFAULT_PASSES)
@@ -84,27 +82,13 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def plan(config: dict, done: set[tuple[str, str, str]] = frozenset(), hardware: list[str] | None = None) -> Plan:
-    """What a validated config plans on `hardware` (default: every entry), less the experiments in `done`."""
-    from .config import measure_settings, model_modes
-
-    hardware = list(config["hardware"]) if hardware is None else hardware
-    definitions = modes.definitions(config)
-    shares, count, finished = [], 0, 0
-    for h in hardware:
-        for model, entry in config["models"].items():
-            measure = measure_settings(config, model)
-            for mode in model_modes(config, model):
-                count += 1
-                if (h, model, mode) in done:
-                    finished += 1
-                    continue
-                shares.append(experiment_plan(measure, entry, mode, definitions[mode]))
+def totals(shares: list[Planned], *, experiments: int, hardware: int, optional: int, done: int) -> Plan:
+    """A run's plan from the shares of the experiments it will measure."""
     return Plan(
-        experiments=count,
-        hardware=len(hardware),
-        optional=sum(1 for h in hardware if config["hardware"][h].get("optional")),
-        done=finished,
+        experiments=experiments,
+        hardware=hardware,
+        optional=optional,
+        done=done,
         processes=sum(p.processes for p in shares),
         starts=sum(p.starts for p in shares),
         stream_calls=sum(p.stream_calls for p in shares),
@@ -158,16 +142,3 @@ def check_stream_fits(key: str, stream: dict, measure: dict) -> None:
             f"least {floor:.3g} s at {CALL_FLOOR_S * 1e6:g} µs a call, more than the process's timeout_s "
             f"({measure['timeout_s']:g} s): expected fewer values, repeats or passes, or a larger timeout_s."
         )
-
-
-def results_done(config: dict, result_path) -> set[tuple[str, str, str]]:
-    """The experiments whose result file is on disk."""
-    from .config import model_modes
-
-    return {
-        (h, m, mode)
-        for h in config["hardware"]
-        for m in config["models"]
-        for mode in model_modes(config, m)
-        if Path(result_path.format(hardware=h, model=m, mode=mode)).is_file()
-    }
