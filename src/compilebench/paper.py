@@ -625,8 +625,8 @@ class _PlainDumper(yaml.SafeDumper):
         return True
 
 
-# The mappings whose entries the appendix keeps apart, each in one block that a column does not split.
-ENTRY_BLOCKS = ("models", "hardware", "mode_definitions", "measure", "assets", "cpu", "packages", "ceilings")
+# The mappings of entries the appendix keeps apart, each entry in one block that a column does not split.
+ENTRY_BLOCKS = ("models", "hardware", "mode_definitions")
 
 
 def yaml_blocks(record: dict) -> list[str]:
@@ -637,13 +637,25 @@ def yaml_blocks(record: dict) -> list[str]:
 
     blocks = []
     for key, value in record.items():
-        if key in ENTRY_BLOCKS and isinstance(value, dict) and value:
+        if (
+            key in ENTRY_BLOCKS
+            and isinstance(value, dict)
+            and value
+            and all(isinstance(v, dict) for v in value.values())
+        ):
             entries = [dump({name: entry}) for name, entry in value.items()]
             indented = ["".join(f"  {line}\n" for line in entry.splitlines()) for entry in entries]
             blocks += [f"{key}:\n{indented[0]}", *indented[1:]]
+        elif blocks and "\n" not in (text := dump({key: value})).rstrip("\n") and _one_liners(blocks[-1]):
+            blocks[-1] += text  # consecutive one-line keys share a block
         else:
             blocks.append(dump({key: value}))
     return [block.rstrip("\n") for block in blocks]
+
+
+def _one_liners(block: str) -> bool:
+    """A block of top-level keys of one line each."""
+    return all(line and not line.startswith((" ", "-")) for line in block.rstrip("\n").split("\n"))
 
 
 # The figures the paper places in sections of their own after the main results, in the order they appear there.
