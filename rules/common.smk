@@ -302,11 +302,27 @@ def get_mode_check_settings(wildcards):
     )
 
 
+def get_mode_check_models(wildcards):
+    """A regional mode's models, each checked for a repeated stack before any is measured; none for other modes, so
+    that editing a model reruns no other mode's check."""
+    settings = modes.settings(modes.definitions(config)[wildcards.mode])
+    if not settings.get("regional"):
+        return {}
+    return {
+        model: configuration.experiment(
+            config, model, wildcards.mode, wildcards.hardware
+        ).spec.to_json()
+        for model in config["models"]
+        if wildcards.mode in configuration.model_modes(config, model)
+    }
+
+
 def get_mode_check(wildcards):
-    """A defined mode with a backend or inductor settings is checked against the hardware's torch first."""
+    """A defined mode with a backend or inductor settings is checked against the hardware's torch first.
+    Ancient: a check that reruns (a regional mode's model edited) reruns no other experiment."""
     defined = config["mode_definitions"].get(wildcards.mode)
     if defined and defined["kind"] in modes.COMPILING_KINDS:
-        return [layout.MODE_CHECK.format(**wildcards)]
+        return [ancient(layout.MODE_CHECK.format(**wildcards))]
     return []
 
 

@@ -57,6 +57,7 @@ rule mode_check:
         benchmark_slot=1,
     params:
         settings=get_mode_check_settings,
+        models=get_mode_check_models,
         entry=get_hardware_settings,
         code=code_of("mode_check"),
     script:

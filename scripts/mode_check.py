@@ -8,4 +8,10 @@ from compilebench.joblog import logging_to
 from compilebench.jobs import mode_check_job
 
 with logging_to(snakemake.log[0]):
-    mode_check_job(snakemake.wildcards.mode, snakemake.params.settings, snakemake.params.entry, snakemake.output[0])
+    mode_check_job(
+        snakemake.wildcards.mode,
+        snakemake.params.settings,
+        snakemake.params.entry,
+        snakemake.output[0],
+        snakemake.params.models,
+    )

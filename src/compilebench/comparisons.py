@@ -244,14 +244,15 @@ BETWEEN_COLUMNS = [
 
 
 def compile_samples(result: dict) -> dict[str, list[float]]:
-    """A compiling result's cold starts (its first process's first call) and warm starts (its later processes', or
+    """A compiling result's cold starts (its first process's first call; every process's with
+    `measure.cold_processes`) and warm starts (its later processes', or
     the start its job made from the caches the cold one left), in seconds; none for a mode that does not compile."""
     if (result.get("mode_settings") or {}).get("kind") not in COMPILING_KINDS or result["status"] != "ok":
         return {"cold": [], "warm": []}
     processes = result.get("processes") or [result]
     warm = result.get("compile_warm_samples_s") or [result.get("compile_warm_s")]
     return {
-        "cold": [s for s in (processes[0].get("compile_s"),) if s is not None],
+        "cold": result.get("compile_cold_samples_s") or [s for s in (processes[0].get("compile_s"),) if s is not None],
         "warm": [s for s in warm if s is not None],
     }
 

@@ -21,7 +21,7 @@ from . import catalog, modes, plan
 from .errors import ConfigError, UserError  # noqa: F401  (UserError: the base callers catch)
 from .experiment import Experiment, canonical
 from .layout import ASSETS_DIR, COMPILE_TRACE, TRACE, WEIGHTS_DIR
-from .records import SWEEP_KEYS
+from .records import CONFIG_SWEEP_KEYS, SWEEP_KEYS
 from .results import run_result_paths
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
@@ -140,6 +140,7 @@ def validate(config: dict) -> dict:
             _check_mode_names(f"models.{name}.modes", model["modes"], config)
             _check_narrows(name, model["modes"], config["modes"])
         _check_dynamic_axes(name, model, config)
+        _check_cold_processes(name, model, measure_settings(config, name))
         if "iterations" in model.get("measure", {}) or "max_iterations" in model.get("measure", {}):
             _check_iterations(f"models.{name}.measure", measure_settings(config, name))
         if model.get("stream"):
@@ -193,6 +194,17 @@ def _check_iterations(key: str, measure: dict) -> None:
         )
 
 
+def _check_cold_processes(name: str, model: dict, measure: dict) -> None:
+    if measure.get("cold_processes") and not measure["private_cache"]:
+        own = "cold_processes" in model.get("measure", {}) or "private_cache" in model.get("measure", {})
+        key = f"models.{model.get('sweep_of') or name}.measure" if own else "measure"
+        raise ConfigError(
+            f"Config key `{key}.cold_processes` makes every process compile in empty caches of its own, but "
+            "`private_cache` is false, so they would share torch's cache and all but the first start warm: expected "
+            "private_cache true (its default) beside it."
+        )
+
+
 def _check_narrows(model: str, names: list[str], global_modes: list[str]) -> None:
     for i, name in enumerate(names):
         if name not in global_modes:
@@ -204,7 +216,10 @@ def _check_narrows(model: str, names: list[str], global_modes: list[str]) -> Non
 
 
 # Sweep keys in the order a point's name lists them, with the short form the name uses.
-SWEEP_NAMES = {"batch_size": "bs", "image_size": "img", "seq_len": "seq", "new_tokens": "new", "dtype": ""}
+SWEEP_NAMES = {
+    "batch_size": "bs", "image_size": "img", "seq_len": "seq", "new_tokens": "new", "dtype": "",
+    "num_hidden_layers": "L",
+}  # fmt: skip
 assert tuple(SWEEP_NAMES) == SWEEP_KEYS
 DTYPE_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -244,7 +259,11 @@ def expand_sweeps(models: dict) -> dict:
                     "already names: rename one of them."
                 )
             base = {k: v for k, v in entry.items() if k != "sweep"}
-            expanded[point_name] = {**base, **values, "sweep_of": name, "swept": values}
+            shape = {k: v for k, v in values.items() if k not in CONFIG_SWEEP_KEYS}
+            architecture = {k: v for k, v in values.items() if k in CONFIG_SWEEP_KEYS}
+            if architecture:
+                base["config"] = {**base.get("config", {}), **architecture}
+            expanded[point_name] = {**base, **shape, "sweep_of": name, "swept": values}
     return expanded
 
 
@@ -364,6 +383,9 @@ def _sweep_axis_missing(entry: dict, key: str) -> str | None:
         return "a transformers vision model takes its image size from `config.image_size`"
     if key == "new_tokens" and task != "text-generation":
         return f"a {task} model generates no tokens"
+    random_transformers = entry.get("source") == "transformers" and entry.get("weights", "random") == "random"
+    if key in CONFIG_SWEEP_KEYS and not random_transformers:
+        return f"`{key}` is set in a transformers model's `config`, which only a model with random weights builds from"
     return None
 
 

@@ -145,6 +145,7 @@ class CompileSettings(ModeSettings):
     fullgraph: bool = False
     mark_dynamic: list[str] | None = _optional()
     recompile_limit: int | None = _optional()
+    regional: bool | str | None = _optional()  # true, a stack's dotted path, or "nested"
 
 
 @dataclass(frozen=True)
@@ -204,8 +205,15 @@ class Measure(Part):
     profile: bool
     profile_iterations: int
     compile_trace: bool | None = _optional()
+    cold_processes: bool | None = _optional()  # every process compiles in empty caches, not process 1 alone
     trace: str | None = _optional()  # with `profile`: where the Chrome trace goes
     compile_trace_dir: str | None = _optional()  # with `compile_trace`: where the TORCH_TRACE log goes
+
+    @property
+    def warm_start_by_job(self) -> bool:
+        """Whether the warm start is a fresh process the job starts after process 1, not a later measuring process
+        (one process, or every process cold)."""
+        return self.processes == 1 or bool(self.cold_processes)
 
 
 @dataclass(frozen=True)

@@ -86,15 +86,16 @@ def environment_job(
     return read_json(out)
 
 
-def mode_check_job(mode: str, settings: dict, entry: dict, out: str | Path) -> dict:
-    """Check a mode's backend and inductor settings against the hardware's torch, before any benchmark uses them.
+def mode_check_job(mode: str, settings: dict, entry: dict, out: str | Path, models: dict | None = None) -> dict:
+    """Check a mode's backend and inductor settings against the hardware's torch, before any benchmark uses them;
+    a regional mode's repeated stack in each of `models` (name to ModelSpec JSON) too.
 
     A setting that torch does not know fails this job, naming the config key: no benchmark runs a mode it
     would silently misread."""
     die_with_snakemake()
     apply_hardware(entry.get("env", {}), entry.get("threads"))
     Path(out).unlink(missing_ok=True)
-    request = ModeCheckRequest(str(out), mode, ModeSettings.from_json(settings))
+    request = ModeCheckRequest(str(out), mode, ModeSettings.from_json(settings), models or {})
     returncode = supervised(request, timeout_s=None, python=pyenv.interpreter(entry.get("python_env")))
     if returncode != 0 or not Path(out).exists():
         raise UserError(f"The check of mode `{mode}`: the checking process {death(returncode)}.")
@@ -179,7 +180,7 @@ def process_job(
 
     Process 1 compiles cold (with `measure.private_cache`, in empty caches of its own), where asked starts again
     from them and from torch's cache bundle, and leaves a copy of them in `caches`; a later process starts from a
-    copy of those, so its first call is a warm start.
+    copy of those, so its first call is a warm start; with `measure.cold_processes`, in empty caches of its own too.
     The measurement runs in a child process that leads its own process group, so that a process past its time is
     stopped with everything it started (inductor's compile workers included), and a crash of the child (a segfault,
     the OOM killer) still leaves a `failed` record. A failed environment check, reference or first process fails it
@@ -210,7 +211,8 @@ def process_job(
         scratch = Path(scratch)
         # Each process compiles in caches on the machine's own disk (results/ may be a cluster's shared file system):
         # the first starts empty and leaves a copy of what it wrote for the later ones, which start from it.
-        if process > 1 and private:
+        warm = process > 1 and private and not exp.measure.cold_processes
+        if warm:
             shutil.copytree(caches, scratch / "caches")
         cache_env = _cache_env(scratch / "caches") if private else {}
         artifacts = scratch / "cache-artifacts.bin"
@@ -226,7 +228,7 @@ def process_job(
         trace_dir = exp.measure.compile_trace_dir if process == 1 else None
         trace_env = _compile_trace_env(trace_dir) if trace_dir else {}
         returncode = supervised(request, timeout_s, python=python, env={**cache_env, **trace_env})
-        damaged = _damaged_cache(out, returncode) if process > 1 and private else None
+        damaged = _damaged_cache(out, returncode) if warm else None
         if damaged and (left := deadline - time.monotonic()) > 1:
             log.error("process %d failed on the caches process 1 left (%s): it compiles cold instead", process, damaged)
             shutil.rmtree(scratch / "caches")
@@ -294,8 +296,7 @@ def _warm_starts(exp: Experiment, python: str, caches: dict, artifacts: Path, sc
     portable cache artifacts alone (`compile_bundle_s`; null where torch has none). Each runs in the time
     `measure.timeout_s` leaves; one stopped or failed keeps the rest."""
     starts = {"warm": None, "bundle": None, "notes": []}
-    one_process = exp.measure.processes == 1
-    plans = [("warm", caches, None)] if one_process else []
+    plans = [("warm", caches, None)] if exp.measure.warm_start_by_job else []
     if not exp.measure.bundle_start:
         starts["notes"].append("no start from the cache bundle: measure.bundle_start is false")
     elif artifacts.is_file():

@@ -20,9 +20,10 @@ from .errors import UserError
 from .experiment import ModelSpec
 from .layout import WEIGHTS_DIR
 from .memory import PeakLiveBytes, device_total_bytes
-from .wrappers import DTYPES
 
 log = logging.getLogger(__name__)
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 _TRANSFORMERS_AUTO = {
@@ -171,6 +172,20 @@ def _meta_model(name: str, spec: ModelSpec) -> nn.Module:
         if spec.source == "torchvision":
             return _torchvision_model(name, spec.replace(weights="random")).eval()
         return _transformers_model(name, spec)[0].eval()
+
+
+def architecture(name: str, spec: ModelSpec) -> nn.Module | None:
+    """The model's modules on the meta device, its weights not read: a checkpoint's from its config alone; None
+    for pretrained weights not downloaded yet."""
+    if spec.weights == "random" or spec.source == "torchvision":
+        return _meta_model(name, spec)
+    import transformers
+
+    if not Path(spec.weights).exists():
+        return None
+    auto = getattr(transformers, _TRANSFORMERS_AUTO[spec.task])
+    with torch.device("meta"):
+        return auto.from_config(transformers.AutoConfig.from_pretrained(spec.weights)).eval()
 
 
 def _meta_forward(model: nn.Module, spec: ModelSpec) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:

@@ -46,7 +46,8 @@ def experiment_plan(measure: dict, entry: dict, mode: str, settings: dict) -> Pl
     processes = measure["processes"]
     starts = 0
     if measure["warm_start"] and settings["kind"] == "compile":
-        starts = (1 if processes == 1 else 0) + (1 if measure["bundle_start"] else 0)
+        one_cold = processes == 1 or measure.get("cold_processes")
+        starts = (1 if one_cold else 0) + (1 if measure["bundle_start"] else 0)
     floor = processes * timed_floor_s(measure, eager=mode == "eager")  # eager has no steady state to time
     return Planned(processes, starts, 0, floor)
 

@@ -25,7 +25,9 @@ SKIPPED = "skipped"
 # A cold compile's phases as compile_phases reads them from torch's own metrics, in the order they run.
 COMPILE_PHASES = ("dynamo", "aot_autograd", "inductor_lowering", "autotune", "codegen", "cpp_triton_compile")
 # The shape settings a sweep may vary, in the order a sweep point's name lists them.
-SWEEP_KEYS = ("batch_size", "image_size", "seq_len", "new_tokens", "dtype")
+SWEEP_KEYS = ("batch_size", "image_size", "seq_len", "new_tokens", "dtype", "num_hidden_layers")
+# Sweep keys that set the architecture: a transformers model's own `config`, not a shape.
+CONFIG_SWEEP_KEYS = ("num_hidden_layers",)
 
 
 class ErrorInfo(TypedDict):
@@ -79,6 +81,7 @@ class _Measured(ResultHeader, total=False):
     compiler: dict[str, Any]  # TorchDynamo counters
     workload: dict[str, Any]
     quantization: dict[str, Any]  # a quantized mode: what torchao did to the mode's copy of the model
+    regions: dict[str, Any]  # a regional compile: regions.Stack.record of the stack compiled, and how
     profile: dict[str, Any]
     stream: dict[str, Any]  # a shape stream: each call, each pass, each distinct value
 
@@ -99,6 +102,7 @@ class Result(_Measured, total=False):
     processes: list[dict[str, Any]]  # summaries.process_entry of each measuring process, the cold one first
     processes_notes: list[str]  # several processes: what became of those the result does not rest on
     compile_warm_samples_s: list[float]  # the warm starts among the processes; compile_warm_s is their median
+    compile_cold_samples_s: list[float]  # measure.cold_processes: each process's cold compile; compile_s their median
     stats: dict[str, Any]  # stats.summarize
     speedup: dict[str, Any]  # stats.speedup: value, ci95, interval (its method)
     noise: dict[str, Any]  # eager only: ratio, ci95 of eager against a second eager callable, and its samples
@@ -139,6 +143,7 @@ class ModeCheckRequest(Request):
     kind: ClassVar[str] = "mode_check"
     mode: str
     settings: ModeSettings
+    models: dict = dataclasses.field(default_factory=dict)  # a regional mode's models: name to ModelSpec JSON
 
 
 @dataclass(frozen=True)

@@ -192,6 +192,7 @@ def measurement(
         "correctness": check,
         "workload": work,
         **({"quantization": prepared.quantization} if prepared.quantization else {}),
+        **({"regions": prepared.regions} if prepared.regions else {}),
         **({"profile": profiled} if profiled else {}),
     }
 
@@ -320,7 +321,7 @@ def measure_stream(process: Process) -> dict:
     if settings.kind not in ("eager", "compile"):
         raise Unsupported(f"a shape stream runs eager and compile modes; {settings.kind} fixes one shape")
     model = process.model
-    options = {"device": exp.device, "dtype": exp.spec.dtype, "workdir": process.workdir}
+    options = {"device": exp.device, "dtype": exp.spec.dtype, "workdir": process.workdir, "names": names(exp)}
     fn, _ = wrappers.wrap(model.module, settings, model.inputs, **options)
     record = streams.measure(model, exp, fn, process.clock)
     stream = record["stream"]
@@ -375,6 +376,12 @@ class Prepared:
     generator: GreedyGenerator | None
     preparation: dict[str, float]
     quantization: dict | None = None  # what quantizing the mode's copy of the model did
+    regions: dict | None = None  # a regional compile: the stack compiled, block by block or as a nested region
+
+
+def names(exp: Experiment) -> tuple[str, str]:
+    """The mode's and the model's names as the config spells them (a sweep point's model is the swept one)."""
+    return exp.mode or "", exp.spec.sweep_of or exp.spec.stream_of or exp.model
 
 
 def cold_compile_s(preparation: dict[str, float], first_call_s: float) -> float:
@@ -392,7 +399,7 @@ def prepare(process: Process) -> Prepared:
     too for text generation."""
     exp, built = process.exp, process.model
     spec, settings = exp.spec, exp.mode_settings
-    options = {"device": exp.device, "dtype": spec.dtype, "workdir": process.workdir}
+    options = {"device": exp.device, "dtype": spec.dtype, "workdir": process.workdir, "names": names(exp)}
     model, quantized = built.causal_lm or built.module, None
     if settings.quantize:  # a copy: eager and the correctness yardstick stay float
         key = f"mode_definitions.{exp.mode}.quantize"
@@ -402,18 +409,18 @@ def prepare(process: Process) -> Prepared:
         streams.mark_dynamic(built.inputs, axes)
     if built.causal_lm is None:
         fn, preparation = wrappers.wrap(model, settings, built.inputs, **options)
-        inputs = built.inputs
-        return Prepared(lambda: fn(*inputs), lambda: built.module(*inputs), None, preparation, quantized)
+        inputs, compiled = built.inputs, preparation.pop("regions", None)
+        return Prepared(lambda: fn(*inputs), lambda: built.module(*inputs), None, preparation, quantized, compiled)
     if settings.kind == "jit":
         raise Unsupported("TorchScript cannot capture generation with a KV cache; use eager or a compile mode")
     if settings.kind == "export":
         raise Unsupported("compilebench does not export a generation loop with a KV cache; use eager or a compile mode")
     log.info("generating %d new tokens per iteration", spec.new_tokens)
     step, preparation = wrappers.wrap(model, settings, built.inputs, **options)
-    prompt, clock = built.inputs[0], process.clock
+    prompt, clock, compiled = built.inputs[0], process.clock, preparation.pop("regions", None)
     generator = GreedyGenerator(model, step, prompt, spec.new_tokens, clock)
     eager = GreedyGenerator(built.causal_lm, built.causal_lm, prompt, spec.new_tokens, clock)
-    return Prepared(generator, eager, generator, preparation, quantized)
+    return Prepared(generator, eager, generator, preparation, quantized, compiled)
 
 
 def correctness_check(exp: Experiment, model: BuiltModel, outputs: tuple, reference: dict) -> dict:

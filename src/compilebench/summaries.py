@@ -95,6 +95,9 @@ def combine(exp: Experiment, records: list[ProcessRecord], notes: list[str] | No
         result["processes_notes"] = notes
     phases = first.get("compile_phases")
     result["compile_unexplained_s"] = first["compile_s"] - sum(phases.values()) if phases else None
+    if exp.measure.cold_processes and len(records) > 1:
+        result["compile_cold_samples_s"] = [record["compile_s"] for record in records]
+        result["compile_s"] = statistics.median(result["compile_cold_samples_s"])
     result.update(warm_start_fields(exp, records))
     if first.get("generations"):
         result["generation"] = summarize_tokens(first["generations"], first["batch_size"])
@@ -204,13 +207,13 @@ def warm_start_fields(exp: Experiment, records: list[ProcessRecord]) -> dict:
     if starts is not None:
         fields["warm_starts"] = starts
         fields["compile_bundle_s"] = (starts["bundle"] or {}).get("first_call_s")
-        if exp.measure.processes == 1:
+        if exp.measure.warm_start_by_job:
             fields["compile_warm_s"] = (starts["warm"] or {}).get("first_call_s")
-    warm = warm_start_samples(records, kind)
+    warm = warm_start_samples(records, kind) if not (kind == "compile" and exp.measure.cold_processes) else []
     if exp.measure.processes > 1 and warm:
         fields["compile_warm_samples_s"] = warm
         fields["compile_warm_s"] = statistics.median(warm)
-    if kind == "compile" and len(records) > 1:
+    if kind == "compile" and len(records) > 1 and not exp.measure.cold_processes:
         earlier = starts or {}
         later = [(k, r) for k, r in enumerate(records[1:], 2) if "cache_replaced" not in r]
         shown = f"process {later[0][0]}" if later else "none"

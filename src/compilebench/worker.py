@@ -64,11 +64,15 @@ def environment(request: EnvironmentRequest) -> None:
 
 
 def mode_check(request: ModeCheckRequest) -> None:
-    """The mode's resolved settings, or the key torch does not know."""
-    from .wrappers import check
+    """The mode's resolved settings, or the key torch does not know; a regional mode's stack in each of its models,
+    or the model that has none."""
+    from .wrappers import check, check_regions
 
     try:
-        write_json(request.out, check(request.mode, request.settings))
+        record = check(request.mode, request.settings)
+        if request.models:
+            record["regions"] = check_regions(request.mode, request.settings, request.models)
+        write_json(request.out, record)
     except UserError as exc:
         write_failure(request.out, {"message": str(exc), "traceback": ""})
 

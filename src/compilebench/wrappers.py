@@ -13,11 +13,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import modes, quantization
+from . import modes, quantization, regions
 from .errors import Unsupported, UserError
 from .experiment import ModeSettings
-
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+from .models import DTYPES
 
 
 def precision(device: str, dtype: str) -> contextlib.AbstractContextManager:
@@ -107,9 +106,17 @@ def compile_kwargs(settings: ModeSettings) -> dict[str, Any]:
 
 
 def wrap(
-    module: nn.Module, settings: ModeSettings, inputs: tuple, *, device: str, dtype: str, workdir: str
+    module: nn.Module,
+    settings: ModeSettings,
+    inputs: tuple,
+    *,
+    device: str,
+    dtype: str,
+    workdir: str,
+    names: tuple[str, str] = ("", ""),
 ) -> tuple[Callable, dict]:
-    """The callable that runs `module` as `settings` say, and the seconds each step of preparing it took.
+    """The callable that runs `module` as `settings` say, and the seconds each step of preparing it took (a
+    regional compile: the regions it compiled, under `regions`). `names`: the mode's and the model's, for errors.
 
     Lazy modes (compile) compile on their first call; jit and export do their work here.
     """
@@ -118,15 +125,21 @@ def wrap(
         return module, {}
     if kind == "jit":
         return _torchscript(module, inputs, settings, device, dtype)
+    if kind == "compile" and settings.regional:
+        key, model_key = f"mode_definitions.{names[0]}.compile.regional", f"models.{names[1]}"
+        compiled, record = regions.compile_regions(module, settings.regional, compile_kwargs(settings), key, model_key)
+        return _cuda_graph_steps(compiled) if _cudagraphs(settings, device) else compiled, {"regions": record}
     if kind == "compile":
         compiled = torch.compile(module, **compile_kwargs(settings))
-        cudagraphs = settings.backend == "inductor" and inductor_options(settings).get("triton.cudagraphs")
-        if cudagraphs and device.startswith("cuda"):
-            return _cuda_graph_steps(compiled), {}
-        return compiled, {}
+        return _cuda_graph_steps(compiled) if _cudagraphs(settings, device) else compiled, {}
     if kind == "export":
         return _aot_inductor(module, inputs, settings, device, dtype, workdir)
     raise Unsupported(f"unknown mode kind {kind!r}")
+
+
+def _cudagraphs(settings: ModeSettings, device: str) -> bool:
+    cudagraphs = settings.backend == "inductor" and inductor_options(settings).get("triton.cudagraphs")
+    return bool(cudagraphs) and device.startswith("cuda")
 
 
 def _cuda_graph_steps(compiled: Callable) -> Callable:
@@ -225,6 +238,23 @@ def check(name: str, settings: ModeSettings) -> dict:
     with configured(settings):
         record["configuration"] = configuration_in_effect(settings)
     return record
+
+
+def check_regions(name: str, settings: ModeSettings, models: dict[str, dict]) -> dict[str, dict | None]:
+    """For a regional mode, each model that runs it (`models`: name to ModelSpec JSON, built on the meta device)
+    and the stack it would compile; a model without one is refused, naming the mode's key and the model's. None
+    for a model whose architecture is not known before its weights are downloaded: its benchmark checks it."""
+    from .experiment import ModelSpec
+    from .models import architecture
+
+    if settings.kind != "compile" or not settings.regional:
+        return {}
+    key, found = f"mode_definitions.{name}.compile.regional", {}
+    for model, spec in models.items():  # where this torch has no nested regions, each benchmark says so
+        built = architecture(model, ModelSpec.from_json(spec))
+        stack = None if built is None else regions.find(built, settings.regional, key, f"models.{model}")
+        found[model] = stack and stack.record(regions.how(settings.regional))
+    return found
 
 
 def _same_kind(value: Any, default: Any) -> bool:
