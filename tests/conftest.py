@@ -29,11 +29,12 @@ def config_file(tmp_path):
 def finished(tmp_path_factory):
     """The one finished tiny run most end-to-end tests assert on: every stage to the paper, a defined mode, a
     sweep, warm starts, compile traces, an unsupported mode, one model whose reference cannot be computed, one
-    measured in two processes (in rounds), and torchao quantized modes beside their unquantized baselines (a CNN
-    compiled, a generator in eager). Tests that change it leave it whole again."""
+    measured in two processes (in rounds), torchao quantized modes beside their unquantized baselines (a CNN
+    compiled, a generator in eager), and a ViT swept over its depth, compiled whole and regionally, every process
+    cold. Tests that change it leave it whole again."""
     config = shared_run_config(tmp_path_factory.mktemp("weights"))
     project = copy_project(tmp_path_factory.mktemp("project"), config)
     runs = {o for o in planned_outputs(project) if o.startswith("results/runs/")}
     done = snakemake(project)
-    assert "compilebench: 12 ok, 2 failed, 0 timeout, 1 unsupported" in done.stderr  # failures are data
+    assert "compilebench: 18 ok, 2 failed, 0 timeout, 1 unsupported" in done.stderr  # failures are data
     return project, config, runs

@@ -170,6 +170,15 @@ def shared_run_config(weights_folder: Path) -> dict:
     config["modes"] += list(QUANTIZED_MODES)
     config["models"]["resnet"]["modes"].append("compile-int8")
     config["models"]["llama"]["modes"].append("eager-int8")
+    # A depth sweep, compiled whole and block by block, every process cold.
+    config["mode_definitions"]["compile-regional"] = {"kind": "compile", "compile": {"regional": True}}
+    config["modes"].append("compile-regional")
+    config["models"]["vit-deep"] = {
+        **TINY_MODELS["vit"],
+        "modes": ["eager", "compile-default", "compile-regional"],
+        "sweep": {"num_hidden_layers": [2, 3]},
+        "measure": {"processes": 2, "cold_processes": True, "private_cache": True},
+    }
     return config
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import UserError
-from .modes import COMPILING_KINDS, MODE_NAMES, base_mode, unquantized
+from .modes import COMPILING_KINDS, MODE_NAMES, base_mode, without_own_setting
 from .results import read_result, run_result_paths
 from .stats import (  # noqa: F401  (the estimators, as comparisons' readers name them)
     DEFAULT_THRESHOLD,
@@ -499,21 +499,24 @@ def regressions(table: pd.DataFrame) -> pd.Series:
 MODE_EFFECT_COLUMNS = [
     "hardware", "model", "mode", "base_mode", "differs_in", "ratio", "ratio_ci95_low", "ratio_ci95_high",
     "threshold", "verdict", "unstable", "detectable_change", "processes", "interval", "speedup", "base_speedup",
+    *COMPILE_COLUMNS, "compile_threshold",
 ]  # fmt: skip
 
 
 def _base_of(result: dict, run: dict[tuple[str, str, str], dict]) -> str | None:
-    """The mode a defined one is set against: for a quantized mode the same definition without its quantization
-    (whichever mode of the run that is), else its built-in base mode."""
+    """The mode a defined one is set against: for a quantized mode the same definition without its quantization,
+    for a regional one the same compiled whole (whichever mode of the run that is; a regional one without such a
+    mode, its built-in base), else its built-in base mode."""
     settings = result.get("mode_settings") or {}
-    if settings.get("quantize"):
-        plain = unquantized(settings)
+    plain = without_own_setting(settings)
+    if plain is not None:
         same = [
             key[2]
             for key, other in run.items()
             if key[:2] == (result["hardware"], result["model"]) and other.get("mode_settings") == plain
         ]
-        return same[0] if same else None
+        if same or settings.get("quantize"):
+            return same[0] if same else None
     return base_mode(settings.get("kind"), settings.get("mode"))
 
 
@@ -521,9 +524,10 @@ def mode_effects(
     results: list[dict], runs: pd.DataFrame, threshold: float, differs_in: Callable[[dict, dict], str]
 ) -> pd.DataFrame:
     """What a defined mode's settings changed: its speedup over eager against its base mode's (same model and
-    hardware; for a quantized mode the same mode unquantized), each measured against eager within its own job, so
-    that what drifts between the two jobs cancels in each job's own ratio first. `differs_in` says, of two rows of
-    the runs table, in which settings their modes differ."""
+    hardware; for a quantized mode the same mode unquantized, for a regional one the same compiled whole), each
+    measured against eager within its own job, so that what drifts between the two jobs cancels in each job's own
+    ratio first; and, between two compiling modes, the base's compile times over the mode's (`compile_times`).
+    `differs_in` says, of two rows of the runs table, in which settings their modes differ."""
     import pandas as pd
 
     run = by_experiment(results)
@@ -539,11 +543,13 @@ def mode_effects(
         mine = speedup(result, seed=2 * i)
         # Against eager itself, the effect is the speedup interleaved with eager in the same process.
         theirs = None if eager_base else speedup(ok[base_key], seed=2 * i + 1)
+        compiled = {} if eager_base else compile_times(ok[base_key], result, COMPILE_THRESHOLD)
         rows.append({
             "hardware": hardware, "model": model, "mode": mode, "base_mode": base_key[2],
             "differs_in": differs_in(rows_of[(hardware, model, mode)], rows_of[base_key]),
             "threshold": threshold, **(mine if theirs is None else mine / theirs).row(threshold),
             "unstable": bool({(hardware, model, mode), base_key} & unstable),
             "speedup": mine.value, "base_speedup": 1.0 if theirs is None else theirs.value,
+            **compiled, "compile_threshold": COMPILE_THRESHOLD if compiled else None,
         })  # fmt: skip
     return pd.DataFrame(rows, columns=MODE_EFFECT_COLUMNS)

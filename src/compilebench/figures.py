@@ -41,6 +41,7 @@ class Tables:
     comparison: pd.DataFrame
     compile_phases: pd.DataFrame
     stream_calls: pd.DataFrame
+    compile_depth: pd.DataFrame
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -366,15 +367,22 @@ def pay_off(t: Tables) -> plt.Figure:
     return fig
 
 
+def _model_panels(frame: pd.DataFrame, model_column: str, width: float):
+    """One panel per model and hardware, as they first appear: the figure, its axes, and each panel's axes, model,
+    hardware and rows."""
+    keys = list(dict.fromkeys(zip(frame[model_column], frame["hardware"])))
+    fig, axes = _grid([0], keys, width=width, height=3.0)
+    rows = [frame[(frame[model_column] == model) & (frame["hardware"] == hardware)] for model, hardware in keys]
+    return fig, axes, [(ax, *key, sub) for ax, key, sub in zip(axes[0], keys, rows)]
+
+
 def stream_time(t: Tables) -> plt.Figure:
     """12. Cumulative time over each shape stream, eager and each mode, compiles marked."""
     frame = t.stream_calls
     if frame.empty:
         return _empty("No model has a shape stream in this run.")
-    keys = list(dict.fromkeys(zip(frame["model"], frame["hardware"])))
-    fig, axes = _grid([0], keys, width=4.2, height=3.0)
-    for j, (model, hardware) in enumerate(keys):
-        ax, sub = axes[0][j], frame[(frame["model"] == model) & (frame["hardware"] == hardware)]
+    fig, axes, panels = _model_panels(frame, "model", width=4.2)
+    for ax, model, hardware, sub in panels:
         first = "eager" if (sub["mode"] == "eager").any() else sub["mode"].iloc[0]
         eager = sub[sub["mode"] == first]  # eager's own pass, timed beside a mode in its job
         ax.plot(eager["call"], eager["eager_ms"].cumsum() / 1e3, color=color("eager"), label="eager", lw=1.5)
@@ -392,6 +400,33 @@ def stream_time(t: Tables) -> plt.Figure:
     return fig
 
 
+def compile_depth(t: Tables) -> plt.Figure:
+    """13. Cold compile seconds against depth, one line per compiling mode, each with its trend per layer."""
+    frame = t.compile_depth
+    if frame.empty:
+        return _empty("No model is swept over num_hidden_layers in this run.")
+    fig, axes, panels = _model_panels(frame, "sweep_of", width=3.6)
+    for ax, model, hardware, sub in panels:
+        for mode in _modes(sub):
+            line = sub[sub["mode"] == mode]
+            has_ci = line["compile_ci95_low"].notna() & line["compile_ci95_high"].notna()
+            low = (line["compile_s"] - line["compile_ci95_low"]).where(has_ci, 0).clip(lower=0)
+            high = (line["compile_ci95_high"] - line["compile_s"]).where(has_ci, 0).clip(lower=0)
+            slope = line["slope_s_per_layer"].iloc[0]
+            trend = f" ({slope:+.2f} s/layer)" if pd.notna(slope) else ""
+            ax.errorbar(
+                line["num_hidden_layers"], line["compile_s"], yerr=[low, high], fmt="o-", capsize=3,
+                color=color(mode), label=f"{mode}{trend}",
+            )  # fmt: skip
+        ax.set_xlabel("num_hidden_layers")
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{model} · {hardware}", fontsize=9)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("cold compile (s)")
+    fig.tight_layout()
+    return fig
+
+
 FIGURES: dict[str, Callable[[Tables], plt.Figure]] = {
     "latency": latency_by_mode,
     "generation": generation_throughput,
@@ -405,6 +440,7 @@ FIGURES: dict[str, Callable[[Tables], plt.Figure]] = {
     "compile_phases": compile_phase_bars,
     "pay_off": pay_off,
     "streams": stream_time,
+    "compile_depth": compile_depth,
 }
 
 

@@ -50,6 +50,7 @@ FIGURE_TABLES = (
     "comparison",
     "compile_phases",
     "stream_calls",
+    "compile_depth",
 )
 
 # The paper's figures, in order; figures.FIGURES draws them.
@@ -66,6 +67,7 @@ FIGURE_NAMES = (
     "compile_phases",
     "pay_off",
     "streams",
+    "compile_depth",
 )
 
 

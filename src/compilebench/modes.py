@@ -67,9 +67,20 @@ def settings(definition: dict, *, jit_method: str = "trace", fullgraph: bool = F
     return {"kind": kind, **resolved}
 
 
+# The settings a defined mode is set against the same definition without, the first it has deciding.
+OWN_SETTINGS = ("quantize", "regional")
+
+
 def unquantized(settings: dict) -> dict:
     """A mode's resolved settings without its quantization: those of the mode a quantized one is set against."""
     return {key: value for key, value in settings.items() if key != "quantize"}
+
+
+def without_own_setting(settings: dict) -> dict | None:
+    """The resolved settings of the mode a quantized or regional one is set against: the same without quantizing,
+    or compiled whole; None for a mode that has neither."""
+    own = next((key for key in OWN_SETTINGS if settings.get(key)), None)
+    return None if own is None else {key: value for key, value in settings.items() if key != own}
 
 
 def base_mode(kind: str, compile_mode: str | None = None) -> str | None:

@@ -127,9 +127,22 @@ def settings_findings(effects: pd.DataFrame) -> list[str]:
             change = f"ran {row['ratio']:.2f}× as fast as {row['base_mode']} ({interval}): {verdict}"
         findings.append(
             f"On {row['hardware']}, {row['mode']} ({row['differs_in']}) {change} for {row['model']}; "
-            f"over eager, {_times(row['speedup'])} against {_times(row['base_speedup'])}."
+            f"over eager, {_times(row['speedup'])} against {_times(row['base_speedup'])}{_compile_effect(row)}."
         )
     return findings
+
+
+def _compile_effect(row: dict) -> str:
+    """A defined mode's cold compile against its base's, with its interval and verdict where there are samples."""
+    if _nan(row.get("compile_cold_ratio")):
+        return ""
+    seconds = f"{row['compile_cold_s']:.1f} s against {row['compile_cold_base_s']:.1f} s"
+    interval = _interval(row.get("compile_cold_ratio_ci95_low"), row.get("compile_cold_ratio_ci95_high"))
+    verdict = row.get("compile_cold_verdict")
+    within = f", within ±{row['compile_threshold']:.0%}" if verdict == "same" else ""
+    shown = f"{interval}: {verdict}{within}" if interval else str(verdict)
+    ratio = f"{row['base_mode']}'s over this mode's {row['compile_cold_ratio']:.2f}×"
+    return f"; a cold compile took {seconds} ({ratio}, {shown})"
 
 
 def fidelity_findings(runs: pd.DataFrame) -> list[str]:
@@ -212,6 +225,26 @@ def pay_off_findings(rows: list[dict]) -> list[str]:
         if r.get("break_even_calls_warm") is not None:
             warm = f" and {calls(r['break_even_calls_warm'])} warm"
         findings.append(f"{name} pays off after {cold}{warm}.")
+    return findings
+
+
+def depth_findings(depth: pd.DataFrame) -> list[str]:
+    """Per line of the depth sweep: how the cold compile grew per layer, with its interval, and the cold compile and
+    speedup at its shallowest and deepest points."""
+    findings = []
+    for (model, hardware, mode), line in depth.groupby(["sweep_of", "hardware", "mode"], sort=False):
+        first, last = line.iloc[0], line.iloc[-1]
+        shallow, deep = int(first["num_hidden_layers"]), int(last["num_hidden_layers"])
+        slope = first["slope_s_per_layer"]
+        interval = _interval(first["slope_ci95_low"], first["slope_ci95_high"])
+        trend = f"{slope:+.2f} s per layer ({interval or 'no interval: too few starts and depths'})"
+        if interval and first["slope_ci95_low"] <= 0 <= first["slope_ci95_high"]:
+            trend += ", no detectable growth"
+        findings.append(
+            f"On {hardware}, {mode}'s cold compile of {model} went from {first['compile_s']:.1f} s at "
+            f"{shallow} layers to {last['compile_s']:.1f} s at {deep}: "
+            f"{trend}; its speedup over eager from {_times(first['speedup'])} to {_times(last['speedup'])}."
+        )
     return findings
 
 
@@ -541,6 +574,7 @@ def context(
     comparison = pd.read_csv(tables["comparison"])
     change = pd.read_csv(tables["change"])
     streams = pd.read_csv(tables["streams"])
+    depth = pd.read_csv(tables["compile_depth"])
     previous = (config.get("report") or {}).get("compare_with")
     pay_off = pay_off_rows(runs)
     envs = [read_json(p) for p in env_records]
@@ -572,6 +606,8 @@ def context(
         "change": _records(change),
         "pay_off": pay_off,
         "pay_off_findings": pay_off_findings(pay_off),
+        "depth": _records(depth),
+        "depth_findings": depth_findings(depth),
         "change_findings": change_findings(change, previous) if previous else [],
         "modes": mode_table(runs),
         "summary": summary.to_dict("records"),
@@ -659,7 +695,7 @@ def _one_liners(block: str) -> bool:
 
 
 # The figures the paper places in sections of their own after the main results, in the order they appear there.
-LATER_FIGURES = ("scaling", "streams", "pay_off", "comparison")
+LATER_FIGURES = ("scaling", "streams", "pay_off", "compile_depth", "comparison")
 
 
 def reading_order(with_scaling: bool) -> list[str]:

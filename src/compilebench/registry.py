@@ -192,11 +192,16 @@ def _hardware_costs(src: Sources) -> pd.DataFrame:
     reads=(RESULTS, "runs"),
     settings=("threshold",),
     caption="""What the settings of each mode defined under ``mode_definitions`` changed: its speedup over eager
-    against its built-in base mode's (the same torch.compile mode without the definition's settings;
-    compile-default for an AOTInductor package; jit for TorchScript settings), same model and hardware, each
-    speedup measured against eager within its own job so that drift between the jobs cancels; the quotient with a
-    bootstrap 95% interval (two-level where the jobs ran in several processes), the settings in which the two
-    differ, the verdict (faster, slower, same, unclear), ``unstable`` and ``detectable_change``.""",
+    against its base mode's (a quantized mode's: the same definition unquantized; a regional one's: the same
+    compiled whole, where the run has it; else the built-in base, the same torch.compile mode without the
+    definition's settings, compile-default for an AOTInductor package, jit for TorchScript settings), same model
+    and hardware, each speedup measured against eager within its own job so that drift between the jobs cancels;
+    the quotient with a bootstrap 95% interval (two-level where the jobs ran in several processes), the settings in
+    which the two differ, the verdict (faster, slower, same, unclear), ``unstable`` and ``detectable_change``.
+    Between two compiling modes also the cold and warm compile times (``compile_cold_base_s``,
+    ``compile_cold_s``; the base's over the mode's as ``compile_cold_ratio``, above 1 the mode compiles faster),
+    with an interval and verdict against ``compile_threshold`` where each side has three fresh starts or more
+    (``measure.cold_processes`` makes every process one), ``unclear (n samples)`` where fewer.""",
 )
 def _mode_effects(src: Sources) -> pd.DataFrame:
     return comparisons.mode_effects(src.results, src.runs, src.settings["threshold"], tables.settings_difference)
@@ -215,6 +220,20 @@ def _mode_effects(src: Sources) -> pd.DataFrame:
 )
 def _scaling(src: Sources) -> pd.DataFrame:
     return tables.scaling(src.runs, src.results, src.settings["threshold"])
+
+
+@table(
+    "compile_depth",
+    reads=(RESULTS, "runs"),
+    caption="""Every model swept over ``num_hidden_layers``, per hardware and compiling mode: the cold compile at
+    each depth (``compile_s``, the median of its cold starts, with a bootstrap 95% interval where there are three or
+    more: ``measure.cold_processes`` makes every process one) beside the speedup over eager with its interval and
+    the graphs compiled; and the line's trend, cold compile seconds per layer (``slope_s_per_layer``) with its 95%
+    interval (``slope_interval``: ``bootstrap`` over each depth's starts, ``t`` from the fit over one start a
+    depth, empty where neither can be made).""",
+)
+def _compile_depth(src: Sources) -> pd.DataFrame:
+    return tables.compile_depth(src.runs, src.results)
 
 
 @table(

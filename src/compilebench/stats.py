@@ -355,3 +355,29 @@ def steady_state(interleaved: list[list[float]], alone: list[list[float]], *, re
         "ci95": ratio.ci95,
         "flagged": flagged(ratio),
     }
+
+
+def slope(xs: list[float], samples: list[list[float]], *, resamples: int = 2000, seed: int = 0) -> dict:
+    """The least-squares slope of `samples` (a list per x) against `xs`, with a 95% interval and how it was made:
+    `bootstrap` resamples each x's own samples where every x has two or more; `t` is the fit's t interval
+    (n - 2 degrees of freedom) over the x values' medians where there are three or more; else none."""
+    x = np.asarray(xs, dtype=float)
+    if len(x) < 2 or len(set(xs)) < 2 or any(not s for s in samples):
+        return {"slope": None, "ci95": [None, None], "method": None, "points": len(xs)}
+    medians = np.asarray([np.median(s) for s in samples], dtype=float)
+    value = float(np.polyfit(x, medians, 1)[0])
+    if min(len(s) for s in samples) >= 2:
+        rng = np.random.default_rng(seed)
+        draws = [rng.choice(np.asarray(s, dtype=float), size=(resamples, len(s))) for s in samples]
+        replicate_medians = np.stack([np.median(d, axis=1) for d in draws], axis=1)  # resamples × x values
+        centred = x - x.mean()
+        slopes = (replicate_medians - replicate_medians.mean(axis=1, keepdims=True)) @ centred / (centred @ centred)
+        low, high = np.percentile(slopes, [2.5, 97.5])
+        return {"slope": value, "ci95": [float(low), float(high)], "method": "bootstrap", "points": len(xs)}
+    if len(x) < 3:
+        return {"slope": value, "ci95": [None, None], "method": None, "points": len(xs)}
+    from scipy import stats
+
+    fit = stats.linregress(x, medians)
+    half = float(stats.t.ppf(0.975, len(x) - 2) * fit.stderr)
+    return {"slope": value, "ci95": [value - half, value + half], "method": "t", "points": len(xs)}

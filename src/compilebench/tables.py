@@ -12,8 +12,9 @@ import pandas as pd
 from . import comparisons, stats
 from .comparisons import DEFAULT_THRESHOLD, baseline_of, busy, detectable_change, verdict
 from .errors import UserError
+from .modes import COMPILING_KINDS
 from .peaks import computed_lookup, lookup
-from .records import COMPILE_PHASES, SWEEP_KEYS
+from .records import COMPILE_PHASES, CONFIG_SWEEP_KEYS, SWEEP_KEYS
 from .results import read_results
 
 IDENTITY = ["hardware", "model", "mode", "task", "device", "dtype", "batch_size"]
@@ -134,6 +135,7 @@ def _run_row(result: dict, path: str) -> dict:
         "graphs": compiler.get("graphs"),
         "graph_breaks": compiler.get("graph_breaks"),
         "recompiles": compiler.get("recompiles"),
+        "regions": _regions(result.get("regions")),
         "compute_dtype": workload.get("compute_dtype"),
         "flops_per_call": workload.get("flops_per_call"),
         "parameter_bytes": workload.get("parameter_bytes"),
@@ -143,6 +145,14 @@ def _run_row(result: dict, path: str) -> dict:
         "finished_at": result.get("finished_at"),
         "result_file": str(path),
     }
+
+
+def _regions(record: dict | None) -> str | None:
+    """A regional compile's stack in words: `model.layers: 8 × LlamaDecoderLayer, compiled block by block`."""
+    if not record:
+        return None
+    how = "as one nested region" if record["how"] == "nested" else "block by block"
+    return f"{record['path']}: {record['blocks']} × {record['block_class']}, compiled {how}"
 
 
 def quantization_columns(record: dict) -> dict:
@@ -179,6 +189,7 @@ def mode_columns(settings: dict) -> dict:
         "mode_quantize": (settings.get("quantize") or {}).get("method"),
         "mode_mark_dynamic": ", ".join(settings.get("mark_dynamic") or []) or None,
         "mode_recompile_limit": settings.get("recompile_limit"),
+        "mode_regional": settings.get("regional"),
     }
 
 
@@ -399,6 +410,41 @@ def scaling(runs: pd.DataFrame, results: list[dict] = (), threshold: float = DEF
     table = pd.DataFrame(rows, columns=columns)
     table = table.sort_values(["sweep_of", "hardware", "mode", "series", "value"], kind="stable").reset_index(drop=True)
     return _with_changes(table, comparisons.by_experiment(results), threshold)
+
+
+DEPTH_RUN_COLUMNS = ("speedup", "speedup_ci95_low", "speedup_ci95_high", "graphs", "correct")
+DEPTH_COLUMNS = [
+    "sweep_of", "hardware", "mode", "point", "num_hidden_layers", "compile_s", "compile_ci95_low", "compile_ci95_high",
+    "compile_samples", *DEPTH_RUN_COLUMNS, "slope_s_per_layer", "slope_ci95_low", "slope_ci95_high", "slope_interval",
+]  # fmt: skip
+
+
+def compile_depth(runs: pd.DataFrame, results: list[dict], resamples: int = 2000) -> pd.DataFrame:
+    """Per model swept over its depth, hardware and compiling mode: the cold compile at each depth (the median of
+    its cold starts, with a bootstrap 95% interval where there are three or more) beside the speedup, and the
+    line's trend, seconds of cold compile per layer with its interval (`stats.slope`)."""
+    (depth,) = CONFIG_SWEEP_KEYS
+    run = comparisons.by_experiment(results)
+    compiling = runs["mode_kind"].isin(COMPILING_KINDS) & runs["compile_s"].notna()
+    swept = runs[runs["sweep_of"].notna() & (runs["status"] == "ok") & runs[depth].notna() & compiling]
+    rows = []
+    for (model, hardware, mode), line in swept.groupby(["sweep_of", "hardware", "mode"], sort=False):
+        if line[depth].nunique() < 2:
+            continue
+        line = line.sort_values(depth, kind="stable")
+        cold = [comparisons.compile_samples(run[(hardware, point, mode)])["cold"] for point in line["model"]]
+        trend = stats.slope(list(line[depth].astype(float)), cold, resamples=resamples)
+        for point, samples in zip(line.to_dict("records"), cold):
+            low, high = stats.summarize(samples, resamples=resamples)["ci95_ms"] if len(samples) >= 3 else (None, None)
+            rows.append({
+                "sweep_of": model, "hardware": hardware, "mode": mode, "point": point["model"],
+                "num_hidden_layers": int(point[depth]), "compile_s": float(np.median(samples)),
+                "compile_ci95_low": low, "compile_ci95_high": high, "compile_samples": len(samples),
+                **{key: point[key] for key in DEPTH_RUN_COLUMNS},
+                "slope_s_per_layer": trend["slope"], "slope_ci95_low": trend["ci95"][0],
+                "slope_ci95_high": trend["ci95"][1], "slope_interval": trend["method"],
+            })  # fmt: skip
+    return pd.DataFrame(rows, columns=DEPTH_COLUMNS)
 
 
 CHANGE_COLUMNS = {"ratio": "change", "ratio_ci95_low": "change_ci95_low", "ratio_ci95_high": "change_ci95_high",
