@@ -302,28 +302,30 @@ def get_mode_check_settings(wildcards):
     )
 
 
-def get_mode_check_models(wildcards):
-    """A regional mode's models, each checked for a repeated stack before any is measured; none for other modes, so
-    that editing a model reruns no other mode's check."""
-    settings = modes.settings(modes.definitions(config)[wildcards.mode])
-    if not settings.get("regional"):
-        return {}
+def is_regional(mode):
+    return bool(modes.settings(modes.definitions(config)[mode]).get("regional"))
+
+
+def get_region_check_model(wildcards):
+    """The one model a regional mode's region check builds on the meta device to find its stack: a check per
+    model, so that editing a model reruns its own experiments and no other model's."""
     return {
-        model: configuration.experiment(
-            config, model, wildcards.mode, wildcards.hardware
+        wildcards.model: configuration.experiment(
+            config, wildcards.model, wildcards.mode, wildcards.hardware
         ).spec.to_json()
-        for model in config["models"]
-        if wildcards.mode in configuration.model_modes(config, model)
     }
 
 
 def get_mode_check(wildcards):
-    """A defined mode with a backend or inductor settings is checked against the hardware's torch first.
-    Ancient: a check that reruns (a regional mode's model edited) reruns no other experiment."""
+    """A defined mode with a backend or inductor settings is checked against the hardware's torch first; a
+    regional mode's stack in the experiment's model too."""
     defined = config["mode_definitions"].get(wildcards.mode)
-    if defined and defined["kind"] in modes.COMPILING_KINDS:
-        return [ancient(layout.MODE_CHECK.format(**wildcards))]
-    return []
+    if not defined or defined["kind"] not in modes.COMPILING_KINDS:
+        return []
+    checks = [layout.MODE_CHECK.format(**wildcards)]
+    if is_regional(wildcards.mode):
+        checks.append(layout.REGION_CHECK.format(**wildcards))
+    return checks
 
 
 def get_reference_experiment(wildcards):

@@ -57,7 +57,30 @@ rule mode_check:
         benchmark_slot=1,
     params:
         settings=get_mode_check_settings,
-        models=get_mode_check_models,
+        models={},
+        entry=get_hardware_settings,
+        code=code_of("mode_check"),
+    script:
+        "../scripts/mode_check.py"
+
+
+# A regional mode's stack, found in each model that runs it before any is measured: a job per model.
+rule region_check:
+    input:
+        python_env=get_python_env_record,
+    output:
+        layout.REGION_CHECK,
+    log:
+        "logs/modes/{hardware}/{mode}/{model}.log",
+    priority: PREPARATION_PRIORITY
+    conda:
+        get_conda_env
+    resources:
+        **hardware_resources(),
+        benchmark_slot=1,
+    params:
+        settings=get_mode_check_settings,
+        models=get_region_check_model,
         entry=get_hardware_settings,
         code=code_of("mode_check"),
     script:

@@ -3,6 +3,8 @@ without one refused in the mode check, cold processes giving compile times an in
 
 from __future__ import annotations
 
+from html import unescape
+
 import pandas as pd
 import pytest
 import torch
@@ -96,7 +98,7 @@ def test_a_model_without_a_repeated_stack_is_refused_in_the_mode_check_with_its_
     assert record["regions"]["vit"]["path"] == "vit.layers" and read_json(out) == record
 
 
-def test_the_workflow_checks_a_regional_modes_models_and_no_other_modes(tmp_path):
+def test_the_workflow_checks_each_model_of_a_regional_mode_before_measuring_it(tmp_path):
     from helpers import copy_project, snakemake
 
     raw = tiny_config(
@@ -105,9 +107,10 @@ def test_the_workflow_checks_a_regional_modes_models_and_no_other_modes(tmp_path
     )
     raw["modes"] = ["eager", "c-regional"]
     project = copy_project(tmp_path, raw)
-    done = snakemake(project, "results/modes/cpu/c-regional.json", check=False)
+    done = snakemake(project, "results/runs/cpu/alexnet/c-regional.json", check=False)
     assert done.returncode != 0
     assert "`mode_definitions.c-regional.compile.regional`" in done.stderr and "`models.alexnet`" in done.stderr
+    assert "rule region_check:" in done.stdout + done.stderr and "rule benchmark_cold_process:" not in done.stderr
 
 
 def test_depth_sweeps_set_the_architecture_and_apply_to_transformers_models_with_random_weights():
@@ -179,4 +182,4 @@ def test_the_finished_run_draws_compile_time_against_depth_and_sets_regional_aga
     assert row["compile_cold_verdict"] == "unclear (2 samples)" and row["compile_cold_ratio"] > 0
     html = (project / "results" / "report" / "paper.html").read_text()
     assert "Compile time against depth" in html and 'id="figure-compile_depth"' in html
-    assert "compile-regional's cold compile of vit-deep went from" in html
+    assert "compile-regional's cold compile of vit-deep went from" in unescape(html)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -22,9 +23,11 @@ def synthetic_tables(tmp_path):
     samples = tables.latency_samples(paths)
     comparison = comparisons.within_run(read_results(paths), "cpu", 0.05)
     phases = tables.compile_phases(paths)
-    streamed = tables.stream_calls(read_results(paths))
+    results = read_results(paths)
+    streamed = tables.stream_calls(results)
+    depth = tables.compile_depth(runs, results)
     return figures.Tables(
-        runs, samples, tables.speedups(runs), costs, tables.scaling(runs), comparison, phases, streamed
+        runs, samples, tables.speedups(runs), costs, tables.scaling(runs), comparison, phases, streamed, depth
     )
 
 
@@ -84,15 +87,8 @@ def test_every_figure_renders_svg_and_png(synthetic_tables, tmp_path, name):
 
 
 def test_figures_say_so_when_there_is_nothing_to_show(synthetic_tables, tmp_path):
-    only_images = figures.Tables(
-        synthetic_tables.runs[synthetic_tables.runs["model"] == "resnet"],
-        synthetic_tables.samples,
-        synthetic_tables.speedups,
-        synthetic_tables.hardware_costs,
-        synthetic_tables.scaling,
-        synthetic_tables.comparison,
-        synthetic_tables.compile_phases,
-        synthetic_tables.stream_calls,
+    only_images = dataclasses.replace(
+        synthetic_tables, runs=synthetic_tables.runs[synthetic_tables.runs["model"] == "resnet"]
     )
     figure = figures.generation_throughput(only_images)
     shown = [text.get_text() for ax in figure.axes for text in ax.texts]
@@ -172,7 +168,7 @@ def test_a_sweep_gives_one_row_per_point_and_a_scaling_figure(tmp_path):
     assert compiled["speedup"].iloc[0] == pytest.approx(2.0, rel=0.05)
     assert compiled["speedup"].iloc[-1] == pytest.approx(1.05, rel=0.05)
     empty = pd.DataFrame(columns=runs.columns)
-    drawn = figures.Tables(runs, empty, empty, empty, scaling, empty, empty, empty)
+    drawn = figures.Tables(runs, empty, empty, empty, scaling, empty, empty, empty, empty)
     figure = figures.scaling(drawn)
     lines = [[list(line.get_xdata()) for line in ax.get_lines() if line.get_marker() == "o"] for ax in figure.axes]
     assert lines == [[[1, 4, 16]] * 2, [[1, 4, 16]] * 2, [[1, 4, 16]]]  # eager has no speedup over itself

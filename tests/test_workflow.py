@@ -149,7 +149,7 @@ def test_paper_renders_in_headless_chromium(finished, tmp_path):
     assert overflow <= 0  # no table runs past a laptop-wide window
     assert len(collapsed) == 2 and max(collapsed) < 40  # the config and the environment record: one line each
     assert opened[0] > 500 and opened[1] == collapsed[1]
-    assert len(rendered) == 10
+    assert len(rendered) == 11
     assert all(complete and width > 100 and height > 50 for complete, width, height in rendered), rendered
     assert headings == list(PAPER_SECTIONS)
     import numpy as np
@@ -232,7 +232,8 @@ def test_an_experiments_processes_run_in_rounds_and_their_records_are_kept(finis
     spans = measuring_processes(project)
     second = [span for span in spans if span[1] == 2]
     assert {span[0] for span in second} == {
-        f"results/runs/cpu/llama/{mode}.json" for mode in ("eager", "compile-default", "eager-int8")
+        *(f"results/runs/cpu/llama/{mode}.json" for mode in ("eager", "compile-default", "eager-int8")),
+        *(f"results/runs/cpu/vit-deep.L{n}/{m}.json" for n in (2, 3) for m in ("compile-default", "compile-regional")),
     }
     assert max(span[2] for span in spans if span[1] == 1) < min(span[2] for span in second), spans
     for mode in ("eager", "compile-default"):
@@ -410,7 +411,8 @@ def test_a_two_point_sweep_gives_two_experiments_and_a_scaling_figure(finished):
     assert set(points["model"]) == {"vit.bs1", "vit.bs2"} and set(points["batch_size"]) == {1, 2}
     assert (points["status"] == "ok").all()
     scaling = pd.read_csv(project / "results" / "tables" / "scaling.csv")
-    assert list(scaling.loc[scaling["mode"] == "compile-default", "value"]) == [1, 2]
+    batch = scaling[scaling["sweep_of"] == "vit"]
+    assert list(batch.loc[batch["mode"] == "compile-default", "value"]) == [1, 2]
     html = (project / "results" / "report" / "paper.html").read_text()
     assert 'id="figure-scaling"' in html and 'id="scaling-table"' in html
     assert "compile-default's speedup on vit" in unescape(html)

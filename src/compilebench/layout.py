@@ -23,6 +23,7 @@ PYTHON_ENV = str(PYTHON_ENVS_DIR / "{python_env}" / "venv")
 PYTHON_ENV_RECORD = str(PYTHON_ENVS_DIR / "{python_env}" / "build.json")
 ENV_RECORD = str(RESULTS / "env" / "{hardware}.json")
 MODE_CHECK = str(RESULTS / "modes" / "{hardware}" / "{mode}.json")
+REGION_CHECK = str(RESULTS / "modes" / "{hardware}" / "{mode}" / "{model}.json")
 REFERENCE = str(RESULTS / "reference" / "{hardware}" / "{model}.pt")
 RUN = str(RESULTS / "runs" / "{hardware}" / "{model}" / "{mode}.json")
 # An experiment's measuring processes, each a job of its own (rounds): the first compiles cold into its caches, the
