@@ -436,9 +436,11 @@ def test_adding_a_sweep_value_adds_only_its_jobs(finished):
 
 
 def test_editing_one_definition_reruns_only_its_jobs(finished):
+    """Two definitions edited, one of them regional: each reruns its own checks and experiments, nothing else."""
     project, config, _ = finished
     changed = yaml.safe_load(yaml.safe_dump(config))
     changed["mode_definitions"]["compile-freezing"]["compile"]["options"]["cpp_wrapper"] = True
+    changed["mode_definitions"]["compile-regional"]["compile"]["options"] = {"cpp_wrapper": True}
     write_config(project / "config" / "config.yaml", changed)
     try:
         planned = planned_outputs(project)
@@ -447,7 +449,16 @@ def test_editing_one_definition_reruns_only_its_jobs(finished):
     measured = {
         o for o in planned if o.startswith(("results/runs/", "results/reference/", "results/env/", "results/modes/"))
     }
-    assert measured == {"results/runs/cpu/resnet/compile-freezing.json", "results/modes/cpu/compile-freezing.json"}
+    regional = {
+        *(f"results/runs/cpu/vit-deep.L{n}/compile-regional.json" for n in (2, 3)),
+        *(f"results/modes/cpu/compile-regional/vit-deep.L{n}.json" for n in (2, 3)),
+        "results/modes/cpu/compile-regional.json",
+    }
+    assert measured == {
+        "results/runs/cpu/resnet/compile-freezing.json",
+        "results/modes/cpu/compile-freezing.json",
+        *regional,
+    }
 
 
 def test_a_corrupt_or_foreign_result_is_refused_and_the_next_run_redoes_it(finished):
