@@ -86,6 +86,9 @@ def test_a_defined_freezing_mode_records_its_setting_and_its_effect():
     steady = result["steady_state"]
     assert steady["median_ms"] > 0 and steady["ci95"][0] <= steady["ratio"] <= steady["ci95"][1]
     assert isinstance(steady["flagged"], bool)
+    eager_alone = result["eager_alone"]  # eager timed alone before the mode was built, against eager beside it
+    assert eager_alone["median_ms"] > 0 and eager_alone["ci95"][0] <= eager_alone["ratio"] <= eager_alone["ci95"][1]
+    assert isinstance(eager_alone["flagged"], bool) and "eager_alone" in result["processes"][0]
 
 
 @pytest.mark.slow

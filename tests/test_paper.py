@@ -8,7 +8,7 @@ import re
 import pandas as pd
 import pytest
 from helpers import PAPER_SECTIONS, ROOT, TINY_MODELS, tiny_config
-from synthetic import FLAGGED, MEASURED_CEILINGS, synthetic_results, synthetic_sweep
+from synthetic import EAGER_ALONE_FLAGGED, FLAGGED, MEASURED_CEILINGS, synthetic_results, synthetic_sweep
 
 from compilebench import config as configuration
 from compilebench import figures, paper, tables
@@ -273,8 +273,21 @@ def test_a_flagged_steady_state_is_marked_in_table_1_and_named_in_the_findings(p
     html = render(tabs, figs, envs, validated())
     table = html[html.index('id="results-table"') : html.index("</table>", html.index('id="results-table"'))]
     assert table.count("‡</span>") == 1 and "Flagged by the steady-state check" in html
-    finding = next(f for f in paper.fidelity_findings(runs.reset_index()) if "flagged" in f)
+    finding = next(f for f in paper.fidelity_findings(runs.reset_index()) if "interleaved median" in f)
     assert finding.startswith("On cpu, resnet in compile-default is flagged: its interleaved median is 1.15×")
+
+
+def test_eager_slowed_beside_its_mode_is_marked_in_table_1_and_named_in_the_findings(paper_inputs):
+    tabs, figs, envs = paper_inputs
+    runs = pd.read_csv(tabs["runs"]).set_index(["hardware", "model", "mode"])
+    assert runs.loc[EAGER_ALONE_FLAGGED, "eager_alone_ratio"] == pytest.approx(1.12, rel=0.02)
+    assert runs["eager_alone_flagged"].eq(True).sum() == 1
+    assert runs.loc[FLAGGED, "eager_alone_flagged"] == False  # noqa: E712
+    html = render(tabs, figs, envs, validated())
+    table = html[html.index('id="results-table"') : html.index("</table>", html.index('id="results-table"'))]
+    assert table.count("¶</span>") == 1 and "Flagged by the eager-alone check" in html
+    finding = next(f for f in paper.fidelity_findings(runs.reset_index()) if "eager timed alone" in f)
+    assert finding.startswith("On cpu, resnet in jit is flagged: eager interleaved with the mode ran 1.12×")
 
 
 def test_a_model_the_memory_guard_could_not_estimate_is_named_with_why(paper_inputs, tmp_path):

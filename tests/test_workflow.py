@@ -240,6 +240,7 @@ def test_an_experiments_processes_run_in_rounds_and_their_records_are_kept(finis
         result = json.loads((project / "results" / "runs" / "cpu" / "llama" / f"{mode}.json").read_text())
         ratio = result["noise"] if mode == "eager" else result["speedup"]
         assert ratio["interval"] == "two-level" and ratio["processes"] == 2 and result["processes_notes"] == []
+        assert ("eager_alone" in result) == (mode != "eager")  # over both processes, each timing eager alone first
     assert json.loads((project / "results" / "runs" / "cpu" / "llama" / "compile-default.json").read_text())[
         "compile_warm_samples_s"
     ]

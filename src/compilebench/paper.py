@@ -147,7 +147,8 @@ def _compile_effect(row: dict) -> str:
 
 def fidelity_findings(runs: pd.DataFrame) -> list[str]:
     """Every result whose own checks say it may not show the mode as its users run it: interleaving with eager
-    changed the mode's median (the steady-state check), or a setting did not take effect in what inductor made."""
+    changed the mode's median (the steady-state check), the mode's presence changed eager's (the eager-alone
+    check), or a setting did not take effect in what inductor made."""
     findings = []
     for row in _records(runs[runs["status"] == "ok"]):
         name = f"On {row['hardware']}, {row['model']} in {row['mode']}"
@@ -156,6 +157,13 @@ def fidelity_findings(runs: pd.DataFrame) -> list[str]:
                 f"{name} is flagged: its interleaved median is {row['steady_state_ratio']:.2f}× its median timed alone "
                 f"({_interval(row['steady_state_ci95_low'], row['steady_state_ci95_high'])}), so interleaving with "
                 "eager changed what it measured; read its speedup with care."
+            )
+        if row.get("eager_alone_flagged") is True:
+            findings.append(
+                f"{name} is flagged: eager interleaved with the mode ran {row['eager_alone_ratio']:.2f}× eager timed "
+                f"alone in the same process before the mode was built "
+                f"({_interval(row['eager_alone_ci95_low'], row['eager_alone_ci95_high'])}), so the mode's presence "
+                "changed the eager its speedup is measured against; read its speedup with care."
             )
         if row.get("settings_took_effect") is False:
             findings.append(

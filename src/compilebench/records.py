@@ -91,6 +91,7 @@ class ProcessRecord(_Measured, total=False):
 
     twin_latency_ms: list[float]  # eager only: a second eager callable, interleaved with the first
     alone_latency_ms: list[float]  # a mode timed alone, half before and half after its interleaved phase
+    eager_alone_latency_ms: list[float]  # a non-eager mode's process: eager timed alone before the mode is built
     generations: dict[str, Any]  # text generation: new_tokens, and the timed generations' ms per token
     cache_replaced: dict[str, Any]  # a later process that failed on process 1's caches compiled cold: why
 
@@ -107,6 +108,7 @@ class Result(_Measured, total=False):
     speedup: dict[str, Any]  # stats.speedup: value, ci95, interval (its method)
     noise: dict[str, Any]  # eager only: ratio, ci95 of eager against a second eager callable, and its samples
     steady_state: dict[str, Any]  # a mode's interleaved median against its median timed alone
+    eager_alone: dict[str, Any]  # eager interleaved with the mode against eager timed alone before the mode was built
     throughput: dict[str, float]
     generation: dict[str, Any]  # summaries.summarize_tokens
 

@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -165,6 +166,7 @@ def measurement(
     with measuring_process(exp) as process:
         if exp.spec.stream:
             return measure_stream(process)
+        eager_alone_ms = time_eager_alone(process)
         prepared = prepare(process)
         first = first_call(process, prepared)
         if cache_artifacts:
@@ -187,6 +189,7 @@ def measurement(
         **first.record(prepared.preparation),
         **plan.record(),
         **timed,
+        **({"eager_alone_latency_ms": eager_alone_ms} if eager_alone_ms is not None else {}),
         **seen,
         "machine": machine,
         "correctness": check,
@@ -234,6 +237,29 @@ class FirstCall:
             "preparation": {**preparation, "first_call_s": self.seconds},
             "settings_effect": self.settings_effect,
         }
+
+
+def time_eager_alone(process: Process) -> list[float] | None:
+    """Eager timed alone before the mode is built (nothing compiled, quantized or traced yet in this process), as a
+    user who runs only eager runs it, for as long as one half of the mode's own steady state; None for eager."""
+    exp = process.exp
+    if exp.mode == "eager":
+        return None
+    measure = exp.measure
+    log.info("timing eager alone, before the mode is built")
+    loop = {"iterations": measure.iterations, "max_iterations": measure.max_iterations}
+    return timing.alone(
+        eager_call(process), process.clock, warmup=measure.warmup, min_time_s=measure.steady_state_s / 2, **loop
+    )
+
+
+def eager_call(process: Process) -> Callable[[], Any]:
+    """The model as eager runs it: the built module on its inputs, or greedy generation with it."""
+    built, spec = process.model, process.exp.spec
+    if built.causal_lm is None:
+        inputs = built.inputs
+        return lambda: built.module(*inputs)
+    return GreedyGenerator(built.causal_lm, built.causal_lm, built.inputs[0], spec.new_tokens, process.clock)
 
 
 def first_call(process: Process, prepared: Prepared) -> FirstCall:
@@ -410,7 +436,7 @@ def prepare(process: Process) -> Prepared:
     if built.causal_lm is None:
         fn, preparation = wrappers.wrap(model, settings, built.inputs, **options)
         inputs, compiled = built.inputs, preparation.pop("regions", None)
-        return Prepared(lambda: fn(*inputs), lambda: built.module(*inputs), None, preparation, quantized, compiled)
+        return Prepared(lambda: fn(*inputs), eager_call(process), None, preparation, quantized, compiled)
     if settings.kind == "jit":
         raise Unsupported("TorchScript cannot capture generation with a KV cache; use eager or a compile mode")
     if settings.kind == "export":
@@ -419,8 +445,7 @@ def prepare(process: Process) -> Prepared:
     step, preparation = wrappers.wrap(model, settings, built.inputs, **options)
     prompt, clock, compiled = built.inputs[0], process.clock, preparation.pop("regions", None)
     generator = GreedyGenerator(model, step, prompt, spec.new_tokens, clock)
-    eager = GreedyGenerator(built.causal_lm, built.causal_lm, prompt, spec.new_tokens, clock)
-    return Prepared(generator, eager, generator, preparation, quantized, compiled)
+    return Prepared(generator, eager_call(process), generator, preparation, quantized, compiled)
 
 
 def correctness_check(exp: Experiment, model: BuiltModel, outputs: tuple, reference: dict) -> dict:

@@ -28,7 +28,7 @@ from .results import read_json, write_json
 log = logging.getLogger(__name__)
 
 # What a process record holds that its result states otherwise (pooled, or summarized under another key).
-RAW_ONLY = ("twin_latency_ms", "alone_latency_ms", "generations")
+RAW_ONLY = ("twin_latency_ms", "alone_latency_ms", "eager_alone_latency_ms", "generations")
 # What every process of one experiment must share for its samples to be pooled: the experiment, and the torch,
 # device and thread count the process itself ran with (`environment.ran_on`).
 MUST_AGREE = ("experiment_sha256",)
@@ -104,6 +104,8 @@ def combine(exp: Experiment, records: list[ProcessRecord], notes: list[str] | No
         result["throughput"]["tokens_per_s"] = result["generation"]["tokens_per_s"]
     if result.get("steady_state", {}).get("flagged"):
         log.warning("interleaving changed the mode's median: %s", result["steady_state"])
+    if result.get("eager_alone", {}).get("flagged"):
+        log.warning("eager beside the mode is not eager timed alone: %s", result["eager_alone"])
     return result
 
 
@@ -144,6 +146,8 @@ def _samples(record: ProcessRecord) -> dict:
     else:
         samples["eager_latency_ms"] = record["eager_latency_ms"]
         samples["steady_state"] = {"latency_ms": record["alone_latency_ms"]}
+        if "eager_alone_latency_ms" in record:
+            samples["eager_alone"] = {"latency_ms": record["eager_alone_latency_ms"]}
     return samples
 
 
@@ -159,6 +163,8 @@ def process_entry(record: ProcessRecord, seed: int) -> dict:
     else:
         entry["speedup"] = {"value": own["speedup"]["value"], "ci95": own["speedup"]["ci95"]}
         entry["steady_state"] = own["steady_state"]
+        if "eager_alone" in own:
+            entry["eager_alone"] = own["eager_alone"]
     return {
         **entry,
         "interleave": record["interleave"],
@@ -186,7 +192,7 @@ def interleaved_fields(processes: list[dict], measure: dict, seed: int, *, eager
     eager_ms = [x for p in processes for x in p["eager_latency_ms"]]
     alone = [p["steady_state"]["latency_ms"] for p in processes]
     steady = stats.steady_state([p["latency_ms"] for p in processes], alone, resamples=resamples, seed=seed)
-    return {
+    fields = {
         "eager_latency_ms": eager_ms,
         "speedup": {
             **stats.speedup(pooled, seed=seed).record(),
@@ -195,6 +201,14 @@ def interleaved_fields(processes: list[dict], measure: dict, seed: int, *, eager
         },
         "steady_state": {**steady, "latency_ms": [x for a in alone for x in a]},
     }
+    if all("eager_alone" in p for p in processes):  # records measured before eager was timed alone have none
+        eager_alone = [p["eager_alone"]["latency_ms"] for p in processes]
+        beside = [p["eager_latency_ms"] for p in processes]
+        fields["eager_alone"] = {
+            **stats.steady_state(beside, eager_alone, resamples=resamples, seed=seed + 1),
+            "latency_ms": [x for a in eager_alone for x in a],
+        }
+    return fields
 
 
 def warm_start_fields(exp: Experiment, records: list[ProcessRecord]) -> dict:

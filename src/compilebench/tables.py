@@ -53,6 +53,8 @@ def _run_row(result: dict, path: str) -> dict:
     noise_ci = noise.get("ci95") or [None, None]
     steady = result.get("steady_state") or {}
     steady_ci = steady.get("ci95") or [None, None]
+    eager_alone = result.get("eager_alone") or {}
+    eager_alone_ci = eager_alone.get("ci95") or [None, None]
     interleave = result.get("interleave") or {}
     effect_checks = (result.get("settings_effect") or {}).get("checks") or {}
     error = result.get("error") or {}
@@ -117,6 +119,11 @@ def _run_row(result: dict, path: str) -> dict:
         "steady_state_ci95_low": steady_ci[0],
         "steady_state_ci95_high": steady_ci[1],
         "steady_state_flagged": steady.get("flagged"),
+        "eager_alone_median_ms": eager_alone.get("median_ms"),
+        "eager_alone_ratio": eager_alone.get("ratio"),
+        "eager_alone_ci95_low": eager_alone_ci[0],
+        "eager_alone_ci95_high": eager_alone_ci[1],
+        "eager_alone_flagged": eager_alone.get("flagged"),
         **{f"interleave_{key}": interleave.get(key) for key in ("eager_block", "mode_block", "blocks")},
         "measurement_caps": "; ".join(interleave.get("caps") or []) or None,
         "settings_took_effect": all(c["took_effect"] for c in effect_checks.values()) if effect_checks else None,
