@@ -120,6 +120,6 @@ def test_a_config_that_plans_days_is_stated_and_refused_past_max_hours(config_fi
     path = config_file(raw)
     done = compilebench("check", "--config", path)
     assert done.returncode == 0 and ": 20000 measuring processes and " in done.stdout, done.stdout
-    assert "timing at least 5.8 h" in done.stdout  # 20 experiments x 1000 processes x (1 s + the steady state)
+    assert "timing at least 5.9 h" in done.stdout  # 20 x 1000 processes x 1 s, 16 of them + 1.5 x steady_state_s
     refused = compilebench("check", "--config", path, "--max-hours", "5")
-    assert refused.returncode == 2 and "--max-hours is 5 hours, but the config plans at least 5.8 h" in refused.stderr
+    assert refused.returncode == 2 and "--max-hours is 5 hours, but the config plans at least 5.9 h" in refused.stderr
