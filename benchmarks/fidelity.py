@@ -20,8 +20,9 @@ speedup is the ratio of the two sides' medians, with a 95% interval over the pro
 against compilebench's in-process speedup and against its cross-job ratio (the eager job's median
 over the mode job's), each from `--processes` benchmark jobs of each.
 
-By default: the default config's resnet18 in every mode but eager, and vit-tiny's sweep
-points. Image models only (one call per sample); about 30 minutes on two cores.
+By default: the default config's resnet18 in every mode but eager, vit-tiny's sweep points and the
+text generator (one sample is one greedy generation of its new tokens with a static KV cache, the
+compiled forward as its step); about 40 minutes on two cores.
 """
 
 from __future__ import annotations
@@ -43,13 +44,25 @@ from compilebench.jobs import apply_hardware
 
 ROOT = Path(__file__).resolve().parents[1]
 
-DEFAULT_MODELS = ("resnet18", "vit-tiny")
+DEFAULT_MODELS = ("resnet18", "vit-tiny", "llama-tiny")
 PLAIN_SECONDS = 3.0  # each side of a plain measurement runs at least this long, and 100 calls
 
 
 def plain_measurement(exp: dict) -> dict:
     """Eager alone, then the mode alone, in this process, as a 20-line script would time them: from the
     experiment's JSON form, with compilebench's model builder and nothing else of it."""
+    torch, settings, model, inputs, call = _plain_setup(exp)
+    with torch.no_grad():
+        eager_ms = _median_ms(call(model), exp["measure"]["warmup"])
+        compiled = call(_plain_mode(torch, model, inputs, settings))
+        compiled()
+        mode_ms = _median_ms(compiled, exp["measure"]["warmup"])
+    return {"eager_ms": eager_ms, "mode_ms": mode_ms, "threads": torch.get_num_threads()}
+
+
+def _plain_setup(exp: dict):
+    """torch with the mode's inductor options set, the model and its inputs, and `call`: the timed call of a model
+    or of its compiled form (a forward on the inputs, or greedy generation of the experiment's new tokens)."""
     apply_hardware(exp["hardware_env"], exp["threads"])
     import torch
 
@@ -58,14 +71,34 @@ def plain_measurement(exp: dict) -> dict:
 
     settings = exp["mode_settings"]
     _set_inductor_options(torch, settings)
-    bundle = build(exp["model"], ModelSpec.from_json(exp["spec"]), exp["seed"], exp["device"])
-    model, inputs = bundle.module, bundle.inputs
-    with torch.no_grad():
-        eager_ms = _median_ms(lambda: model(*inputs), exp["measure"]["warmup"])
-        compiled = _plain_mode(torch, model, inputs, settings)
-        compiled(*inputs)
-        mode_ms = _median_ms(lambda: compiled(*inputs), exp["measure"]["warmup"])
-    return {"eager_ms": eager_ms, "mode_ms": mode_ms, "threads": torch.get_num_threads()}
+    spec = ModelSpec.from_json(exp["spec"])
+    bundle = build(exp["model"], spec, exp["seed"], exp["device"])
+    if bundle.causal_lm is None:
+        inputs = bundle.inputs
+        return torch, settings, bundle.module, inputs, lambda fn: lambda: fn(*inputs)
+    lm, prompt = bundle.causal_lm, bundle.inputs[0]
+    return torch, settings, lm, bundle.inputs, lambda step: _greedy(torch, lm, step, prompt, spec.new_tokens)
+
+
+def _greedy(torch, lm, step, prompt, new_tokens: int):
+    """Greedy generation as a user writes it for a compiled decoder: a static KV cache, one `step` call per
+    token, the prompt in one call."""
+    import inspect
+
+    from transformers import StaticCache
+
+    cache = StaticCache(config=lm.config, max_cache_len=prompt.shape[1] + new_tokens)
+    keyword = "cache" if "cache" in inspect.signature(lm.forward).parameters else "past_key_values"
+
+    def generate():
+        cache.reset()
+        ids, position = prompt, torch.arange(prompt.shape[1], device=prompt.device)
+        for _ in range(new_tokens):
+            logits = step(input_ids=ids, **{keyword: cache}, cache_position=position, use_cache=True).logits
+            ids, position = logits[:, -1:].argmax(-1), position[-1:] + 1
+        return ids
+
+    return generate
 
 
 def _set_inductor_options(torch, settings: dict) -> None:
@@ -94,21 +127,11 @@ def _plain_mode(torch, model, inputs: tuple, settings: dict):
 def plain_side(exp: dict, side: str) -> dict:
     """One side alone in this process, eager or the mode, as a user who runs only that one times it: every call's
     milliseconds."""
-    apply_hardware(exp["hardware_env"], exp["threads"])
-    import torch
-
-    from compilebench.experiment import ModelSpec
-    from compilebench.models import build
-
-    settings = exp["mode_settings"]
-    _set_inductor_options(torch, settings)
-    bundle = build(exp["model"], ModelSpec.from_json(exp["spec"]), exp["seed"], exp["device"])
-    model, inputs = bundle.module, bundle.inputs
+    torch, settings, model, inputs, call = _plain_setup(exp)
     with torch.no_grad():
-        if side == "mode":
-            model = _plain_mode(torch, model, inputs, settings)
-            model(*inputs)
-        return {"samples_ms": _samples_ms(lambda: model(*inputs), exp["measure"]["warmup"])}
+        fn = call(model if side == "eager" else _plain_mode(torch, model, inputs, settings))
+        fn()
+        return {"samples_ms": _samples_ms(fn, exp["measure"]["warmup"])}
 
 
 def _inductor_options(settings: dict) -> dict:
@@ -168,7 +191,7 @@ def selected(config: dict, hardware: str, only: list[str] | None, modes: list[st
             if m in configuration.model_modes(config, model)
         ]:
             exp = configuration.experiment(config, model, mode, hardware)
-            if mode == "eager" or exp.spec.task == "text-generation":
+            if mode == "eager" or (exp.spec.task == "text-generation" and exp.mode_settings.kind != "compile"):
                 continue
             experiments.append(exp.replace(measure=exp.measure.replace(warm_start=False, bundle_start=False)))
     return experiments
@@ -231,12 +254,15 @@ def separate(config: dict, args: argparse.Namespace) -> None:
 
     from compilebench.stats import Timed, unpaired
 
-    print("experiment                          plain (separate)        in-process   cross-job   ratios to plain")
+    print(
+        "experiment                          plain (separate)        in-process   cross-job   eager-alone   "
+        "ratios to plain"
+    )
     with tempfile.TemporaryDirectory(prefix="compilebench-fidelity-") as tmp:
         for exp in selected(config, args.hardware, args.only, args.modes):
             eager_exp = configuration.experiment(config, exp.model, "eager", args.hardware)
             eager_exp = eager_exp.replace(measure=exp.measure)
-            eager, mode, inside, jobs_eager, jobs_mode = [], [], [], [], []
+            eager, mode, inside, jobs_eager, jobs_mode, alone = [], [], [], [], [], []
             for _ in range(args.processes):  # alternated, so that drift hits every side alike
                 eager.append(in_fresh_process(exp, "eager")["samples_ms"])
                 mode.append(in_fresh_process(exp, "mode")["samples_ms"])
@@ -245,14 +271,17 @@ def separate(config: dict, args: argparse.Namespace) -> None:
                 inside.append(ours["speedup"]["value"])
                 jobs_mode.append(ours["stats"]["median_ms"])
                 jobs_eager.append(job["stats"]["median_ms"])
+                alone.append(ours["eager_alone"]["median_ms"] / ours["stats"]["median_ms"])
             ratio = unpaired([Timed(np.asarray(x), 1) for x in eager], [Timed(np.asarray(x), 1) for x in mode])
             plain = ratio.value
             in_process = statistics.median(inside)
             cross = statistics.median(jobs_eager) / statistics.median(jobs_mode)
+            eager_first = statistics.median(alone)  # eager timed alone in the mode's process, before the mode
             interval = f"({ratio.ci95[0]:.3f}-{ratio.ci95[1]:.3f})"
             print(
-                f"{exp.model + '/' + exp.mode:34} {plain:.3f} {interval}  {in_process:10.3f}  {cross:10.3f}   "
-                f"in-process {in_process / plain:.3f}, cross-job {cross / plain:.3f}",
+                f"{exp.model + '/' + exp.mode:34} {plain:.3f} {interval}  {in_process:10.3f}  {cross:10.3f}  "
+                f"{eager_first:12.3f}   in-process {in_process / plain:.3f}, cross-job {cross / plain:.3f}, "
+                f"eager-alone {eager_first / plain:.3f}",
                 flush=True,
             )
 
