@@ -8,7 +8,7 @@ times eager in phases around the mode, with plain loops (no compilebench timing 
   workers      eager after inductor's compile workers are shut down
   own process  eager in a second fresh process that never compiles (the eager job's view)
 
-Each figure is a median over at least `--seconds` of calls, and printed with its ratio to `fresh`: a
+Each figure is a median over at least `--seconds` (and 100 calls), and printed with its ratio to `fresh`: a
 ratio above 1 in `after` is a compile aftermath, in `interleaved` alone an effect of alternating.
 
     python benchmarks/eager_beside.py [--only vit-tiny.bs8 llama-tiny] [--modes compile-default]
@@ -25,22 +25,15 @@ import sys
 import time
 from pathlib import Path
 
-from fidelity import _plain_mode, _plain_setup, selected
+from fidelity import _median_ms, _plain_mode, _plain_setup, selected
 
 from compilebench import config as configuration
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def median_ms(fn, seconds: float, warmup: int = 3) -> float:
-    for _ in range(warmup):
-        fn()
-    times, begin = [], time.perf_counter()
-    while len(times) < 20 or time.perf_counter() - begin < seconds:
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+def median_ms(fn, seconds: float) -> float:
+    return _median_ms(fn, 3, seconds)
 
 
 def interleaved_ms(eager, mode, seconds: float, block: int) -> tuple[float, float]:

@@ -140,20 +140,20 @@ def _inductor_options(settings: dict) -> dict:
     return {}
 
 
-def _samples_ms(fn, warmup: int) -> list[float]:
+def _samples_ms(fn, warmup: int, seconds: float = PLAIN_SECONDS) -> list[float]:
     for _ in range(warmup):
         fn()
     times = []
     begin = time.perf_counter()
-    while len(times) < 100 or time.perf_counter() - begin < PLAIN_SECONDS:
+    while len(times) < 100 or time.perf_counter() - begin < seconds:
         start = time.perf_counter()
         fn()
         times.append((time.perf_counter() - start) * 1e3)
     return times
 
 
-def _median_ms(fn, warmup: int) -> float:
-    return statistics.median(_samples_ms(fn, warmup))
+def _median_ms(fn, warmup: int, seconds: float = PLAIN_SECONDS) -> float:
+    return statistics.median(_samples_ms(fn, warmup, seconds))
 
 
 def compilebench_measurement(exp: Experiment, folder: Path) -> dict:

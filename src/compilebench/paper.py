@@ -162,8 +162,9 @@ def fidelity_findings(runs: pd.DataFrame) -> list[str]:
             findings.append(
                 f"{name} is flagged: eager interleaved with the mode ran {row['eager_alone_ratio']:.2f}× eager timed "
                 f"alone in the same process before the mode was built "
-                f"({_interval(row['eager_alone_ci95_low'], row['eager_alone_ci95_high'])}), so the mode's presence "
-                "changed the eager its speedup is measured against; read its speedup with care."
+                f"({_interval(row['eager_alone_ci95_low'], row['eager_alone_ci95_high'])}): the mode's presence or the "
+                "machine's state between the two moved eager, and only the interleaved speedup sets both sides "
+                "against each other at the same moments."
             )
         if row.get("settings_took_effect") is False:
             findings.append(

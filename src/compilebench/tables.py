@@ -41,6 +41,19 @@ MEASURE_COLUMNS = [
 ]
 
 
+def _alone_check_columns(key: str, result: dict) -> dict:
+    """A check of an interleaved median against the same side timed alone (`steady_state`, `eager_alone`)."""
+    check = result.get(key) or {}
+    low, high = check.get("ci95") or [None, None]
+    return {
+        f"{key}_median_ms": check.get("median_ms"),
+        f"{key}_ratio": check.get("ratio"),
+        f"{key}_ci95_low": low,
+        f"{key}_ci95_high": high,
+        f"{key}_flagged": check.get("flagged"),
+    }
+
+
 def _run_row(result: dict, path: str) -> dict:
     stats = result.get("stats", {})
     speedup = result.get("speedup", {})
@@ -51,10 +64,6 @@ def _run_row(result: dict, path: str) -> dict:
     speedup_ci = speedup.get("ci95") or [None, None]
     noise = result.get("noise") or {}
     noise_ci = noise.get("ci95") or [None, None]
-    steady = result.get("steady_state") or {}
-    steady_ci = steady.get("ci95") or [None, None]
-    eager_alone = result.get("eager_alone") or {}
-    eager_alone_ci = eager_alone.get("ci95") or [None, None]
     interleave = result.get("interleave") or {}
     effect_checks = (result.get("settings_effect") or {}).get("checks") or {}
     error = result.get("error") or {}
@@ -114,16 +123,8 @@ def _run_row(result: dict, path: str) -> dict:
         "noise_ratio": noise.get("ratio"),
         "noise_ci95_low": noise_ci[0],
         "noise_ci95_high": noise_ci[1],
-        "steady_state_median_ms": steady.get("median_ms"),
-        "steady_state_ratio": steady.get("ratio"),
-        "steady_state_ci95_low": steady_ci[0],
-        "steady_state_ci95_high": steady_ci[1],
-        "steady_state_flagged": steady.get("flagged"),
-        "eager_alone_median_ms": eager_alone.get("median_ms"),
-        "eager_alone_ratio": eager_alone.get("ratio"),
-        "eager_alone_ci95_low": eager_alone_ci[0],
-        "eager_alone_ci95_high": eager_alone_ci[1],
-        "eager_alone_flagged": eager_alone.get("flagged"),
+        **_alone_check_columns("steady_state", result),
+        **_alone_check_columns("eager_alone", result),
         **{f"interleave_{key}": interleave.get(key) for key in ("eager_block", "mode_block", "blocks")},
         "measurement_caps": "; ".join(interleave.get("caps") or []) or None,
         "settings_took_effect": all(c["took_effect"] for c in effect_checks.values()) if effect_checks else None,
