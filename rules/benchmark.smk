@@ -98,3 +98,29 @@ rule benchmark_run:
         code=code_of("benchmark_result"),
     script:
         "../scripts/benchmark_result.py"
+
+
+# From process start to first output on each path of `measure.starts`: fresh processes in rounds, after every
+# measuring process (lowest priority), in the benchmark slot like every timed process.
+rule starts_run:
+    input:
+        env=layout.ENV_RECORD,
+        reference=layout.REFERENCE,
+        mode_check=get_mode_check,
+        downloads=get_model_inputs,
+    output:
+        layout.STARTS,
+    log:
+        "logs/starts/{hardware}/{model}/{mode}.log",
+    conda:
+        get_conda_env
+    threads: get_job_threads
+    resources:
+        **hardware_resources(exclusive=True),
+        benchmark_slot=1,
+    params:
+        experiment=get_experiment,
+        starts=get_starts_plan,
+        code=code_of("starts_process"),
+    script:
+        "../scripts/starts_process.py"

@@ -101,6 +101,21 @@ def get_run_results(wildcards=None):
     ]
 
 
+def get_start_records(wildcards=None):
+    """The starts record of every experiment with `measure.starts`."""
+    return [
+        layout.STARTS.format(hardware=h, model=m, mode=mode)
+        for h, m, mode in benchmark_jobs()
+        if configuration.starts_plan(config, m, mode, h)
+    ]
+
+
+def get_starts_plan(wildcards):
+    return configuration.starts_plan(
+        config, wildcards.model, wildcards.mode, wildcards.hardware
+    )
+
+
 def get_compile_trace_reports(wildcards=None):
     """The tlparse report of every compiling experiment with `measure.compile_trace` (Snakemake's --report)."""
     return [
@@ -226,6 +241,8 @@ def table_inputs(spec):
         inputs["results"] = get_run_results
         if spec.name != "runs":
             inputs["checked"] = layout.table("runs")
+    if registry.STARTS in spec.reads:
+        inputs["starts"] = get_start_records
     if registry.PREVIOUS in spec.reads:
         inputs["previous"] = get_previous_results
     for name in spec.reads:

@@ -15,6 +15,7 @@ with logging_to(snakemake.log[0]):
         results=list(inputs.get("results", [])),
         tables={name: inputs[name] for name in spec.reads if name in TABLES},
         previous=list(inputs.get("previous", [])),
+        starts=list(inputs.get("starts", [])),
         settings={key: snakemake.params[key] for key in spec.settings},
     )
     table = spec.build(sources)

@@ -567,6 +567,22 @@ def measure_settings(config: dict, model: str) -> dict:
     return {**MEASURE_DEFAULTS, **config["measure"], **config["models"][model].get("measure", {})}
 
 
+# Settings of the starts job alone (`starts_plan`), not of the experiment's measuring processes: adding starts to
+# an experiment measures nothing of it again.
+START_KEYS = ("starts", "start_repeats")
+
+
+def starts_plan(config: dict, model: str, mode: str, hardware: str) -> dict | None:
+    """The paths and repeats of an experiment's starts job (`measure.starts`), or None where it has none: starts are
+    set for a compiling mode's experiments, not for streams."""
+    measure = measure_settings(config, model)
+    if not measure.get("starts") or config["models"][model].get("stream"):
+        return None
+    if modes.definitions(config)[mode]["kind"] not in modes.COMPILING_KINDS:
+        return None
+    return {"paths": list(measure["starts"]), "repeats": measure.get("start_repeats", plan.DEFAULT_START_REPEATS)}
+
+
 # Hardware settings that only the report or the cluster reads: changing one reruns no measurement.
 REPORT_ONLY_HARDWARE_KEYS = ("price_per_hour", "resources", "peak", "optional", "exclusive")
 
@@ -687,7 +703,7 @@ def experiment(config: dict, model: str, mode: str, hardware: str, *, any_mode: 
                 spec[field] = str(ASSETS_DIR / asset)
     if pretrained_download(config, model):
         spec["weights"] = str(WEIGHTS_DIR / weights_name(config, model))
-    measure = measure_settings(config, model)
+    measure = {k: v for k, v in measure_settings(config, model).items() if k not in START_KEYS}
     if mode not in modes.definitions(config):
         raise ConfigError(f"Mode {mode!r} is neither a built-in mode nor defined under config key `mode_definitions`.")
     settings = modes.settings(modes.definitions(config)[mode], jit_method=spec["jit"], fullgraph=measure["fullgraph"])

@@ -214,26 +214,26 @@ def process_job(
         warm = process > 1 and private and not exp.measure.cold_processes
         if warm:
             shutil.copytree(caches, scratch / "caches")
-        cache_env = _cache_env(scratch / "caches") if private else {}
+        caches_env = cache_env(scratch / "caches") if private else {}
         artifacts = scratch / "cache-artifacts.bin"
         request = MeasureRequest(
             str(out),
             exp,
             reference=_str(reference),
             env_record=_str(env_record),
-            caches_given=bool(cache_env),
+            caches_given=bool(caches_env),
             cache_artifacts=str(artifacts) if process == 1 and _artifacts_wanted(exp) else None,
             profile=process == 1,
         )
         trace_dir = exp.measure.compile_trace_dir if process == 1 else None
         trace_env = _compile_trace_env(trace_dir) if trace_dir else {}
-        returncode = supervised(request, timeout_s, python=python, env={**cache_env, **trace_env})
+        returncode = supervised(request, timeout_s, python=python, env={**caches_env, **trace_env})
         damaged = _damaged_cache(out, returncode) if warm else None
         if damaged and (left := deadline - time.monotonic()) > 1:
             log.error("process %d failed on the caches process 1 left (%s): it compiles cold instead", process, damaged)
             shutil.rmtree(scratch / "caches")
             Path(out).unlink(missing_ok=True)
-            returncode = supervised(request, left, python=python, env=cache_env)
+            returncode = supervised(request, left, python=python, env=caches_env)
         if returncode is None:
             message = f"stopped after measure.timeout_s = {timeout_s} s (compile included)"
             log.error("%s", message)
@@ -245,7 +245,7 @@ def process_job(
             record["compile_trace"] = _render_compile_trace(trace_dir)
             write_json(out, record)
         if record["status"] == "ok" and process == 1 and _warm_starts_wanted(exp):
-            record.update(warm_starts=_warm_starts(exp, python, cache_env, artifacts, scratch, deadline))
+            record.update(warm_starts=_warm_starts(exp, python, caches_env, artifacts, scratch, deadline))
             record["finished_at"] = now()
             write_json(out, record)
         if (process == 1 or damaged) and private and (scratch / "caches").is_dir():
@@ -281,7 +281,7 @@ def _warm_starts_wanted(exp: Experiment) -> bool:
     return exp.measure.warm_start and exp.mode_settings.kind == "compile"
 
 
-def _cache_env(folder: Path) -> dict[str, str]:
+def cache_env(folder: Path) -> dict[str, str]:
     """Inductor and Triton caches private to this job, kept across its processes and deleted with it."""
     return {"TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), "TRITON_CACHE_DIR": str(folder / "triton")}
 
@@ -300,7 +300,7 @@ def _warm_starts(exp: Experiment, python: str, caches: dict, artifacts: Path, sc
     if not exp.measure.bundle_start:
         starts["notes"].append("no start from the cache bundle: measure.bundle_start is false")
     elif artifacts.is_file():
-        plans.append(("bundle", _cache_env(scratch / "bundle-caches"), str(artifacts)))
+        plans.append(("bundle", cache_env(scratch / "bundle-caches"), str(artifacts)))
     elif getattr(exp.mode_settings, "options", {}).get("freezing"):
         starts["notes"].append(
             "no cache bundle: inductor does not cache a graph with frozen constants, so torch saved nothing to "
@@ -316,10 +316,13 @@ def _warm_starts(exp: Experiment, python: str, caches: dict, artifacts: Path, sc
             starts["notes"].append(f"the {name} start did not run: measure.timeout_s was spent")
             continue
         out = scratch / f"{name}-start.json"
-        request = StartRequest(str(out), exp, artifacts_path)
+        path = "artifacts" if name == "bundle" else name
+        request = StartRequest(str(out), exp, path=path, artifact=artifacts_path)
         returncode = supervised(request, left, python=python, env=env)
-        if returncode == 0 and out.is_file():
-            starts[name] = read_json(out)
+        if returncode == 0 and out.is_file() and (record := read_json(out))["status"] == "ok":
+            starts[name] = record
+        elif returncode == 0 and out.is_file():
+            starts["notes"].append(f"the {name} start was {record['status']}: {record['error']['message']}")
         else:
             why = "ran past measure.timeout_s" if returncode is None else death(returncode)
             starts["notes"].append(f"the {name} start {why}")

@@ -30,6 +30,8 @@ RUN = str(RESULTS / "runs" / "{hardware}" / "{model}" / "{mode}.json")
 # later ones start warm from a copy of them. Both are kept only until the result is made from them.
 PROCESS = str(RESULTS / "processes" / "{hardware}" / "{model}" / "{mode}" / "{process}.json")
 PROCESS_CACHES = str(RESULTS / "processes" / "{hardware}" / "{model}" / "{mode}" / "caches")
+# An experiment's starts (measure.starts): each path's fresh processes, timed from process start to first output.
+STARTS = str(RESULTS / "starts" / "{hardware}" / "{model}" / "{mode}.json")
 TRACE = str(TRACES_DIR / "{hardware}" / "{model}" / "{mode}.json")
 # With measure.compile_trace: the compile's TORCH_TRACE log (raw/) and its tlparse report (report/index.html).
 COMPILE_TRACE = str(TRACES_DIR / "{hardware}" / "{model}" / "{mode}.compile")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from .errors import ConfigError
 
+DEFAULT_START_REPEATS = 3  # fresh processes per path of `measure.starts` where the config gives none
 DEFAULT_PASSES = 3  # a stream's passes where the config gives none (streams.DEFAULT_PASSES)
 CALL_FLOOR_S = 5e-6  # no call of a torch module returns sooner: what a stream's calls take at the least
 
@@ -17,7 +18,7 @@ class Planned:
     """One experiment's share of a run."""
 
     processes: int  # measuring processes
-    starts: int  # fresh processes that time a first call from the caches or the bundle
+    starts: int  # fresh processes that time a first call from the caches or the bundle, or a start on a path
     stream_calls: int  # a stream's calls, on each side, over all its passes
     lower_bound_s: float  # timed phases and steady state that the settings ask, over all its processes
 
@@ -29,6 +30,15 @@ def timed_floor_s(measure: dict, eager: bool) -> float:
     Its start-up, compile and warm-up are not counted."""
     blocks_s = 0.0 if measure.get("interleave_block") else measure["min_blocks"] * measure["interleave_block_s"]
     return max(measure["min_time_s"], blocks_s) + blocks_s + (0.0 if eager else 1.5 * measure["steady_state_s"])
+
+
+def start_processes(paths: list[str], repeats: int) -> int:
+    """The fresh processes a starts job runs: one that reads torch's files into the machine's cache, one per
+    artifact it builds, a cold start for warm or artifacts starts to follow where no cold path is asked, and
+    `repeats` of each path."""
+    builds = sum(1 for path in ("package", "precompiled") if path in paths)
+    seed = 1 if {"warm", "artifacts"} & set(paths) and "cold" not in paths else 0
+    return 1 + builds + seed + repeats * len(paths)
 
 
 def stream_calls(stream: dict) -> int:
@@ -48,6 +58,8 @@ def experiment_plan(measure: dict, entry: dict, mode: str, settings: dict) -> Pl
     if measure["warm_start"] and settings["kind"] == "compile":
         one_cold = processes == 1 or measure.get("cold_processes")
         starts = (1 if one_cold else 0) + (1 if measure["bundle_start"] else 0)
+    if measure.get("starts") and settings["kind"] in ("compile", "export"):
+        starts += start_processes(measure["starts"], measure.get("start_repeats", DEFAULT_START_REPEATS))
     floor = processes * timed_floor_s(measure, eager=mode == "eager")  # eager has no steady state to time
     return Planned(processes, starts, 0, floor)
 
@@ -70,7 +82,7 @@ class Plan:
         entries = f"{self.hardware} hardware {'entry' if self.hardware == 1 else 'entries'}{optional}"
         return (
             f"compilebench plans {self.experiments} experiments on {entries}{done}: "
-            f"{self.processes} measuring processes and {self.starts} warm starts{streams}, timing at least "
+            f"{self.processes} measuring processes and {self.starts} start processes{streams}, timing at least "
             f"{_duration(self.lower_bound_s)} from the settings (start-ups, compiles and warm-up come on top)"
         )
 

@@ -24,6 +24,16 @@ STATUSES = ("ok", "failed", "timeout", "unsupported")
 SKIPPED = "skipped"
 # A cold compile's phases as compile_phases reads them from torch's own metrics, in the order they run.
 COMPILE_PHASES = ("dynamo", "aot_autograd", "inductor_lowering", "autotune", "codegen", "cpp_triton_compile")
+# The paths from a process's start to its first output (`measure.starts`), in the order each round runs them:
+# eager's floor, a compile in empty caches, the caches a cold start left, torch's portable cache artifacts alone, an
+# AOTInductor package, a precompiled function.
+START_PATHS = ("eager", "cold", "warm", "artifacts", "package", "precompiled")
+# The paths whose artifact a process of its own builds before the rounds.
+ARTIFACT_PATHS = ("package", "precompiled")
+# The parts of a start, in the order they run: the interpreter and compilebench's worker (no torch), torch and the
+# model's libraries imported, the model built, the mode's wrapper made (torch.compile's own; scripting; export and
+# package build), the path's artifact loaded, the first call (a lazy compile runs in it).
+START_PARTS = ("interpreter_s", "import_s", "build_s", "prepare_s", "load_s", "first_call_s")
 # The shape settings a sweep may vary, in the order a sweep point's name lists them.
 SWEEP_KEYS = ("batch_size", "image_size", "seq_len", "new_tokens", "dtype", "num_hidden_layers")
 # Sweep keys that set the architecture: a transformers model's own `config`, not a shape.
@@ -156,11 +166,26 @@ class ReferenceRequest(Request):
 
 @dataclass(frozen=True)
 class StartRequest(Request):
-    """A warm start: one fresh start of the experiment, its first call timed."""
+    """One fresh start of the experiment on one of `START_PATHS`, timed from the process's start to its first output
+    (`first_output.start`); with a reference, that output checked against it."""
 
     kind: ClassVar[str] = "start"
     exp: Experiment
-    cache_artifacts: str | None = None
+    path: str = "warm"
+    artifact: str | None = None  # what the path loads: cache artifacts, a package or a precompiled function
+    save_artifacts: str | None = None  # a cold start: where to save torch's cache artifacts after its first output
+    reference: str | None = None
+
+
+@dataclass(frozen=True)
+class ArtifactRequest(Request):
+    """Build what a start path loads (`ARTIFACT_PATHS`: an AOTInductor package, a precompiled function) into `artifact`,
+    in a fresh process of its own."""
+
+    kind: ClassVar[str] = "artifact"
+    exp: Experiment
+    path: str
+    artifact: str
 
 
 @dataclass(frozen=True)
@@ -175,7 +200,8 @@ class MeasureRequest(Request):
 
 
 REQUESTS: dict[str, type[Request]] = {
-    r.kind: r for r in (EnvironmentRequest, ModeCheckRequest, ReferenceRequest, StartRequest, MeasureRequest)
+    r.kind: r
+    for r in (EnvironmentRequest, ModeCheckRequest, ReferenceRequest, StartRequest, ArtifactRequest, MeasureRequest)
 }
 
 

@@ -15,17 +15,18 @@ from pathlib import Path
 import pandas as pd
 
 from . import comparisons, tables
-from .results import read_results
+from .results import read_json, read_results
 
 RESULTS = "results"  # the run's result files, checked by the runs table first
 PREVIOUS = "previous"  # the result files of `report.compare_with`
+STARTS = "starts"  # the starts records of the experiments with `measure.starts`
 
 
 @dataclass(frozen=True)
 class Table:
     name: str
     build: Callable[[Sources], pd.DataFrame]
-    reads: tuple[str, ...]  # RESULTS, PREVIOUS, or the names of tables built before it
+    reads: tuple[str, ...]  # RESULTS, PREVIOUS, STARTS, or the names of tables built before it
     settings: tuple[str, ...]  # keys of `report_settings(config)`, or of the workflow's checks for `runs`
     caption: str
     in_paper: bool
@@ -47,7 +48,7 @@ def table(
     """Declares the decorated function as the builder of results/tables/{name}.csv."""
 
     def register(build: Callable[[Sources], pd.DataFrame]):
-        unknown = [r for r in reads if r not in (RESULTS, PREVIOUS) and r not in TABLES]
+        unknown = [r for r in reads if r not in (RESULTS, PREVIOUS, STARTS) and r not in TABLES]
         assert not unknown, f"table {name} reads {unknown}, which are not declared before it"
         TABLES[name] = Table(name, build, reads, settings, " ".join(caption.split()), in_paper, said)
         return build
@@ -64,11 +65,17 @@ class Sources:
         tables: dict[str, str | Path] | None = None,
         previous: list[str | Path] = (),
         settings: dict | None = None,
+        starts: list[str | Path] = (),
     ):
         self.result_paths = list(results)
         self.table_paths = dict(tables or {})
         self.previous_paths = list(previous)
         self.settings = dict(settings or {})
+        self.start_paths = list(starts)
+
+    @cached_property
+    def starts(self) -> list[dict]:
+        return [read_json(path) for path in self.start_paths]
 
     @cached_property
     def results(self) -> list[dict]:
@@ -302,3 +309,34 @@ def _stream_calls(src: Sources) -> pd.DataFrame:
 )
 def _streams(src: Sources) -> pd.DataFrame:
     return tables.streams(src.results)
+
+
+@table(
+    "starts",
+    reads=(STARTS,),
+    caption="""From process start to first output: one row per fresh start of each experiment with
+    ``measure.starts``, per path (``eager``: no compile, the floor; ``cold``: empty caches; ``warm``: the caches a
+    cold start left; ``artifacts``: torch's portable cache artifacts alone; ``package``: an AOTInductor package;
+    ``precompiled``: a function compiled ahead of time with ``aot_compile``) and repeat: ``total_s`` from the
+    process's spawn to its first output, its parts (``interpreter_s``, ``import_s``, ``build_s``, ``compile_s``,
+    ``load_s``, ``first_call_s``), the bytes of what the path read (``artifact_bytes``), whether the output passed
+    the mode's correctness check (``correct``), ``overhead_over_eager_s`` (the start less eager's median start),
+    and ``status`` with the ``reason`` where a path is ``unsupported``, ``failed`` or ``timeout``.""",
+)
+def _starts(src: Sources) -> pd.DataFrame:
+    return tables.starts(src.starts)
+
+
+@table(
+    "start_paths",
+    reads=(STARTS, RESULTS),
+    caption="""Each start path of each experiment with ``measure.starts``: the median start from process spawn to
+    first output over its fresh processes with a bootstrap 95% interval (``total_s``, ``total_ci95_low/high``),
+    each part's median, the artifact's bytes and the seconds building it took (``build_s``: the package, the
+    precompiled function), whether every output was correct, the overhead over eager's start
+    (``overhead_over_eager_s`` with its interval), and ``break_even_calls``: after how many calls starting on this
+    path and calling the mode has caught up with starting and calling eager (from the interleaved saving per call,
+    with its interval; ``inf`` where the mode saves nothing per call).""",
+)
+def _start_paths(src: Sources) -> pd.DataFrame:
+    return tables.start_paths(src.starts, src.results)

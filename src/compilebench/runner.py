@@ -200,24 +200,6 @@ def measurement(
     }
 
 
-def start(exp: Experiment, cache_artifacts: str | None = None) -> dict:
-    """A start of the experiment in this fresh process: build, wrap, and time the first call alone, which reads
-    whatever compile caches are there (a warm start), after loading `cache_artifacts` when given."""
-    loaded = None
-    if cache_artifacts:
-        with open(cache_artifacts, "rb") as handle:
-            loaded = torch.compiler.load_cache_artifacts(handle.read())
-    with measuring_process(exp) as process:
-        first = first_call(process, prepare(process))
-    return {
-        "first_call_s": first.seconds,
-        "settings_effect": first.settings_effect,
-        "compile_phases": first.compile_phases,
-        "cache_hits": compile_phases.cache_hits(),
-        "bundle_loaded": loaded is not None if cache_artifacts else None,
-    }
-
-
 @dataclass(frozen=True)
 class FirstCall:
     """The first call, timed alone (a compile mode compiles in it), and what the compile did."""

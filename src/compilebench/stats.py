@@ -308,6 +308,23 @@ def summarize(samples_ms: list[float], *, resamples: int = 2000, seed: int = 0) 
     }
 
 
+def median_interval(samples: list[float], *, resamples: int = 2000, seed: int = 0) -> tuple[float, list[float]]:
+    """The median of independent samples (one per fresh process) and its bootstrap 95% interval, within the
+    samples; with one sample, the interval is that sample."""
+    x = np.asarray(samples, dtype=float)
+    low, high = _bootstrap((x,), _median, resamples, seed)
+    return float(np.median(x)), [max(low, float(x.min())), min(high, float(x.max()))]
+
+
+def median_difference(
+    a: list[float], b: list[float], *, resamples: int = 2000, seed: int = 0
+) -> tuple[float, list[float]]:
+    """How far the median of `a` lies above the median of `b` (independent samples, e.g. two paths' fresh starts),
+    with a bootstrap 95% interval that resamples each side on its own."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return float(np.median(x) - np.median(y)), _bootstrap((x, y), _difference, resamples, seed)
+
+
 def calls_to_pay_off(cost_s: float, saving_ms: float) -> float:
     """Calls after which a one-off `cost_s` is earned back at `saving_ms` a call: infinite (never) when
     nothing is saved, none when nothing is spent."""

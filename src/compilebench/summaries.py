@@ -22,7 +22,7 @@ import numpy as np
 from . import stats
 from .errors import UserError
 from .experiment import Experiment
-from .records import ProcessRecord, Result, now, result_header
+from .records import START_PARTS, ProcessRecord, Result, now, result_header
 from .results import read_json, write_json
 
 log = logging.getLogger(__name__)
@@ -295,3 +295,50 @@ def _stream_result(exp: Experiment, record: ProcessRecord) -> Result:
     result["stats"] = stats.summarize(result["latency_ms"], resamples=measure["bootstrap_resamples"], seed=seed)
     result["processes"] = []  # one process, its calls a sequence of shapes rather than interleaved samples
     return result
+
+
+def start_paths(record: dict, result: dict | None = None, *, resamples: int = 2000, seed: int = 0) -> list[dict]:
+    """Each path of a starts record (`starts.starts_job`): its fresh starts' median from process start to first
+    output with a bootstrap 95% interval over them, each part's median, the artifact's bytes, whether every output
+    was correct, the overhead over eager's start (with its interval) and, with the experiment's `result`, the calls
+    after which starting this way and calling the mode has caught up with starting and calling eager."""
+    rows = record["rows"]
+    eager = _ok_totals(rows, "eager")
+    timed = result and result.get("status") == "ok" and result.get("eager_latency_ms")
+    saving = stats.saving_ms(result) if timed else None
+    summary = []
+    for path in record["paths"]:
+        mine = [r for r in rows if r["path"] == path]
+        ok = [r for r in mine if r["status"] == "ok"]
+        entry = {
+            **{k: record[k] for k in ("hardware", "model", "mode")},
+            "path": path,
+            "starts": len(mine),
+            "n": len(ok),
+            "status": "ok" if ok else (mine[0]["status"] if mine else "failed"),
+            "reason": next((r["reason"] for r in mine if r.get("reason")), None),
+            "build_s": (record.get("builds", {}).get(path) or {}).get("build_s"),
+        }
+        if ok:
+            totals = [r["total_s"] for r in ok]
+            entry["total_s"], (entry["total_ci95_low"], entry["total_ci95_high"]) = stats.median_interval(
+                totals, resamples=resamples, seed=seed
+            )
+            for part in START_PARTS:
+                entry[part] = statistics.median(r["parts"][part] for r in ok)
+            sizes = [r["artifact_bytes"] for r in ok if r.get("artifact_bytes") is not None]
+            entry["artifact_bytes"] = int(statistics.median(sizes)) if sizes else None
+            checked = [r["correct"] for r in ok if r.get("correct") is not None]
+            entry["correct"] = all(checked) if checked else None
+            if eager and path != "eager":
+                value, ci = stats.median_difference(totals, eager, resamples=resamples, seed=seed)
+                entry.update(overhead_over_eager_s=value, overhead_ci95_low=ci[0], overhead_ci95_high=ci[1])
+                if saving is not None:
+                    calls, (low, high) = stats.break_even(value, *saving)
+                    entry.update(break_even_calls=calls, break_even_calls_ci95_low=low, break_even_calls_ci95_high=high)
+        summary.append(entry)
+    return summary
+
+
+def _ok_totals(rows: list[dict], path: str) -> list[float]:
+    return [r["total_s"] for r in rows if r["path"] == path and r["status"] == "ok"]

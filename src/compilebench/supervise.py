@@ -49,6 +49,7 @@ def supervised(
         "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
         **(env or {}),
     }
+    child_env["COMPILEBENCH_SPAWNED_AT"] = repr(time.monotonic())  # a start is timed from here (first_output)
     child = subprocess.Popen(
         [python, "-m", "compilebench.worker"], stdin=subprocess.PIPE, env=child_env, start_new_session=True
     )

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import comparisons, stats
+from . import comparisons, stats, summaries
 from .comparisons import DEFAULT_THRESHOLD, baseline_of, busy, detectable_change, verdict
 from .errors import UserError
 from .modes import COMPILING_KINDS
 from .peaks import computed_lookup, lookup
-from .records import COMPILE_PHASES, CONFIG_SWEEP_KEYS, SWEEP_KEYS
+from .records import COMPILE_PHASES, CONFIG_SWEEP_KEYS, START_PARTS, SWEEP_KEYS
 from .results import read_results
 
 IDENTITY = ["hardware", "model", "mode", "task", "device", "dtype", "batch_size"]
@@ -728,3 +728,42 @@ def streams(results: list[dict]) -> pd.DataFrame:
 
 def _quotient(a, b) -> float | None:
     return a / b if a and b else None
+
+
+START_COLUMNS = ["hardware", "model", "mode", "path", "repeat", "status", "reason", "total_s", *START_PARTS,
+                 "artifact_bytes", "correct", "correctness_rule", "overhead_over_eager_s"]  # fmt: skip
+START_PATH_COLUMNS = ["hardware", "model", "mode", "path", "starts", "n", "status", "reason", "total_s",
+                      "total_ci95_low", "total_ci95_high", *START_PARTS, "artifact_bytes", "build_s", "correct",
+                      "overhead_over_eager_s", "overhead_ci95_low", "overhead_ci95_high", "break_even_calls",
+                      "break_even_calls_ci95_low", "break_even_calls_ci95_high"]  # fmt: skip
+
+
+def starts(records: list[dict]) -> pd.DataFrame:
+    """One row per fresh start: its path, repeat, total and parts, artifact, check, and its overhead over eager's
+    median start in the same job."""
+    rows = []
+    for record in records:
+        eager = [r["total_s"] for r in record["rows"] if r["path"] == "eager" and r["status"] == "ok"]
+        floor = float(np.median(eager)) if eager else None
+        for r in record["rows"]:
+            ok = r["status"] == "ok"
+            rows.append({
+                **{k: record[k] for k in ("hardware", "model", "mode")},
+                **{k: r.get(k) for k in ("path", "repeat", "status", "reason", "total_s", "artifact_bytes", "correct",
+                                         "correctness_rule")},
+                **{part: (r.get("parts") or {}).get(part) for part in START_PARTS},
+                "overhead_over_eager_s": r["total_s"] - floor if ok and floor is not None and r["path"] != "eager"
+                else None,
+            })  # fmt: skip
+    return pd.DataFrame(rows, columns=START_COLUMNS)
+
+
+def start_paths(records: list[dict], results: list[dict] = ()) -> pd.DataFrame:
+    """Each path's summary (`summaries.start_paths`), with the experiment's result for the break-even."""
+    by_name = {(r["hardware"], r["model"], r["mode"]): r for r in results}
+    rows = [
+        row
+        for record in records
+        for row in summaries.start_paths(record, by_name.get((record["hardware"], record["model"], record["mode"])))
+    ]
+    return pd.DataFrame(rows, columns=START_PATH_COLUMNS)

@@ -13,6 +13,7 @@ import logging
 import os
 import platform
 import sys
+import time
 from collections.abc import Callable
 
 from .errors import UserError
@@ -20,6 +21,7 @@ from .joblog import log_to_stderr
 from .records import (
     REQUESTS,
     SKIPPED,
+    ArtifactRequest,
     EnvironmentRequest,
     MeasureRequest,
     ModeCheckRequest,
@@ -93,10 +95,17 @@ def reference(request: ReferenceRequest) -> None:
 
 
 def start(request: StartRequest) -> None:
-    """One fresh start of the experiment, its first call timed."""
-    from .runner import start as first_start
+    """One fresh start of the experiment on one path, timed from the process's start to its first output."""
+    from . import first_output
 
-    write_json(request.out, first_start(request.exp, request.cache_artifacts))
+    write_json(request.out, first_output.start(request, ENTERED_AT["worker"]))
+
+
+def artifact(request: ArtifactRequest) -> None:
+    """What a start path loads, built in this fresh process."""
+    from . import first_output
+
+    write_json(request.out, first_output.build_artifact(request))
 
 
 def measure(request: MeasureRequest) -> None:
@@ -151,6 +160,7 @@ HANDLERS: dict[str, Callable[[Request], None]] = {
     "mode_check": mode_check,
     "reference": reference,
     "start": start,
+    "artifact": artifact,
     "measure": measure,
 }
 assert set(HANDLERS) == set(REQUESTS)
@@ -165,7 +175,12 @@ def parse(text: str) -> Request:
     return REQUESTS[kind].from_json(fields)
 
 
+# When this worker's own code began: a start's interpreter part ends here.
+ENTERED_AT: dict[str, float] = {}
+
+
 def main() -> int:
+    ENTERED_AT["worker"] = time.monotonic()
     die_with_parent(int(os.environ["COMPILEBENCH_PARENT_PID"]))
     log_to_stderr()
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -178,28 +179,54 @@ def _aot_inductor(
     module: nn.Module, inputs: tuple, settings: ModeSettings, device: str, dtype: str, workdir: str
 ) -> tuple[Callable, dict]:
     """torch.export, then an AOTInductor package built and loaded, as a model is deployed without a Python compile."""
+    steps = build_package(module, inputs, settings, device, dtype, str(Path(workdir) / "model.pt2"))
+    begin = time.perf_counter()
+    loaded = torch._inductor.aoti_load_package(steps.pop("path"))
+    return loaded, {**steps, "load_s": time.perf_counter() - begin}
+
+
+def build_package(module: nn.Module, inputs: tuple, settings: ModeSettings, device: str, dtype: str, path: str) -> dict:
+    """The model exported and compiled by AOTInductor into a package at `path`, with the inductor options the mode
+    sets (an export mode's, or a compile mode's definition); the seconds each step took, and the package's bytes."""
     begin = time.perf_counter()
     try:
         with torch.no_grad(), precision(device, dtype):
-            exported = torch.export.export(module, inputs, strict=settings.strict)
+            exported = torch.export.export(module, inputs, strict=getattr(settings, "strict", False))
     except Exception as exc:  # export reports an unexportable model through many exception types
         raise Unsupported(f"torch.export failed: {type(exc).__name__}: {_first_line(exc)}") from exc
     exported_at = time.perf_counter()
-    package = Path(workdir) / "model.pt2"
     with precision(device, dtype):
         path = torch._inductor.aoti_compile_and_package(
-            exported, package_path=str(package), inductor_configs=dict(settings.options)
+            exported, package_path=path, inductor_configs=dict(settings.options)
         )
-    built_at = time.perf_counter()
-    loaded = torch._inductor.aoti_load_package(path)
-    loaded_at = time.perf_counter()
-    steps = {
+    return {
         "export_s": exported_at - begin,
-        "package_s": built_at - exported_at,
-        "load_s": loaded_at - built_at,
+        "package_s": time.perf_counter() - exported_at,
         "package_bytes": os.path.getsize(path),
+        "path": path,
     }
-    return loaded, steps
+
+
+def precompile(module: nn.Module, inputs: tuple, settings: ModeSettings, device: str, dtype: str, path: str) -> dict:
+    """The model's forward compiled ahead of time as one graph (`aot_compile`) with the mode's settings, and saved to
+    `path` with the module itself left out (it is the caller's: `load_precompiled` takes it back); the seconds it
+    took, and the file's bytes. A model that breaks into several graphs cannot be precompiled."""
+    begin = time.perf_counter()
+    kwargs = {**compile_kwargs(settings), "fullgraph": True}
+    try:
+        with torch.no_grad(), precision(device, dtype):
+            compiled = torch.compile(module.forward, **kwargs).aot_compile((inputs, {}))
+    except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.UserError) as exc:
+        raise Unsupported(f"aot_compile needs the model as one graph: {_first_line(exc)}") from exc
+    compiled.save_compiled_function(path, external_data={"module": module})
+    return {"precompile_s": time.perf_counter() - begin, "precompiled_bytes": os.path.getsize(path)}
+
+
+def load_precompiled(module: nn.Module, path: str) -> Callable:
+    """A function `precompile` saved, bound to `module` (the same architecture, with its weights)."""
+    with open(path, "rb") as handle:
+        forward = torch.compiler.load_compiled_function(handle, external_data={"module": module})
+    return functools.partial(forward, module)  # saved from the unbound forward: its `self` comes first
 
 
 def check(name: str, settings: ModeSettings) -> dict:
