@@ -242,7 +242,7 @@ def table_inputs(spec):
         if spec.name != "runs":
             inputs["checked"] = layout.table("runs")
     if registry.STARTS in spec.reads:
-        inputs["starts"] = get_start_records
+        inputs[registry.STARTS] = get_start_records
     if registry.PREVIOUS in spec.reads:
         inputs["previous"] = get_previous_results
     for name in spec.reads:

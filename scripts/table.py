@@ -5,7 +5,7 @@ import sys
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
 from compilebench.joblog import logging_to
-from compilebench.registry import TABLES, Sources
+from compilebench.registry import STARTS, TABLES, Sources
 from compilebench.tables import write_csv
 
 with logging_to(snakemake.log[0]):
@@ -15,7 +15,7 @@ with logging_to(snakemake.log[0]):
         results=list(inputs.get("results", [])),
         tables={name: inputs[name] for name in spec.reads if name in TABLES},
         previous=list(inputs.get("previous", [])),
-        starts=list(inputs.get("starts", [])),
+        starts=list(inputs.get(STARTS, [])),
         settings={key: snakemake.params[key] for key in spec.settings},
     )
     table = spec.build(sources)

@@ -10,7 +10,7 @@ from compilebench.comparisons import Timed, paired
 from compilebench.config import MEASURE_DEFAULTS
 from compilebench.experiment import Experiment
 from compilebench.modes import BUILTIN_MODES, settings
-from compilebench.records import Result, result_header
+from compilebench.records import START_PARTS, START_PATHS, Result, result_header
 from compilebench.results import write_json
 from compilebench.stats import steady_state, summarize
 
@@ -185,3 +185,19 @@ def synthetic_sweep(folder: Path, batches=(1, 4, 16)) -> list[Path]:
             write_json(path, record)
             paths.append(path)
     return paths
+
+
+def synthetic_starts(totals: dict[str, list[float]], **unsupported: str) -> dict:
+    """A starts record (`starts.starts_job`) with these totals per path, three starts each, and paths unsupported."""
+    rows = []
+    for path, values in totals.items():
+        for repeat, total in enumerate(values, 1):
+            parts = dict.fromkeys(START_PARTS, 0.0) | {"import_s": 2.0, "first_call_s": total - 2.0}
+            rows.append({"path": path, "repeat": repeat, "status": "ok", "reason": None, "total_s": total,
+                         "parts": parts, "artifact_bytes": 1000 if path != "eager" else None, "correct": True,
+                         "correctness_rule": "float64"})  # fmt: skip
+    for path, reason in unsupported.items():
+        rows += [{"path": path, "repeat": k, "status": "unsupported", "reason": reason} for k in (1, 2, 3)]
+    paths = [p for p in START_PATHS if p in totals or p in unsupported]
+    return {"hardware": "cpu", "model": "m", "mode": "compile-default", "paths": paths, "repeats": 3, "rows": rows,
+            "builds": {}}  # fmt: skip

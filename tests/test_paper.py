@@ -8,7 +8,14 @@ import re
 import pandas as pd
 import pytest
 from helpers import PAPER_SECTIONS, ROOT, TINY_MODELS, tiny_config
-from synthetic import EAGER_ALONE_FLAGGED, FLAGGED, MEASURED_CEILINGS, synthetic_results, synthetic_sweep
+from synthetic import (
+    EAGER_ALONE_FLAGGED,
+    FLAGGED,
+    MEASURED_CEILINGS,
+    synthetic_results,
+    synthetic_starts,
+    synthetic_sweep,
+)
 
 from compilebench import config as configuration
 from compilebench import figures, paper, tables
@@ -331,3 +338,15 @@ def test_the_appendix_reads_as_text_and_figures_are_numbered_in_reading_order(pa
     order = [m.group(1) for m in re.finditer(r'<figure id="figure-(\w+)"', html)]
     assert [numbers[name] for name in order] == sorted(numbers.values()) == list(range(1, len(order) + 1))
     assert order.index("pay_off") > order.index("speedup_heatmap")
+
+
+def test_the_starts_section_states_each_path_against_eagers_start(paper_inputs, tmp_path):
+    tabs, figs, envs = paper_inputs
+    record = synthetic_starts({"eager": [2.0, 2.1, 2.2], "warm": [5.0, 5.2, 5.1]}, precompiled="no aot_compile here")
+    tables.write_csv(tables.start_paths([record]), tmp_path / "synthetic_start_paths.csv")
+    html = render({**tabs, "start_paths": tmp_path / "synthetic_start_paths.csv"}, figs, envs, validated())
+    section = html.split('id="starts"')[1].split('id="comparison"')[0]
+    assert "From process start to first output" in section and 'id="starts-table"' in section
+    assert "warm 5.10 s (95% CI" in section and "over eager" in section
+    assert "unsupported: no aot_compile here" in section
+    assert 'id="starts"' not in render(tabs, figs, envs, validated())  # no experiment with starts: no section

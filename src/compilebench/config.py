@@ -21,7 +21,7 @@ from . import catalog, modes, plan
 from .errors import ConfigError, UserError  # noqa: F401  (UserError: the base callers catch)
 from .experiment import Experiment, canonical
 from .layout import ASSETS_DIR, COMPILE_TRACE, TRACE, WEIGHTS_DIR
-from .records import CONFIG_SWEEP_KEYS, SWEEP_KEYS
+from .records import CONFIG_SWEEP_KEYS, START_PATHS, SWEEP_KEYS
 from .results import run_result_paths
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
@@ -133,6 +133,7 @@ def validate(config: dict) -> dict:
     _check_torchao(config)
     _check_mode_names("modes", config["modes"], config)
     _check_iterations("measure", config["measure"])
+    _check_starts("measure", config["measure"], config)
     plan.check_fits_timeout("measure", {**MEASURE_DEFAULTS, **config["measure"]}, config["measure"])
     for name, model in config["models"].items():
         _check_model(name, model, config["assets"]["files"])
@@ -141,6 +142,8 @@ def validate(config: dict) -> dict:
             _check_narrows(name, model["modes"], config["modes"])
         _check_dynamic_axes(name, model, config)
         _check_cold_processes(name, model, measure_settings(config, name))
+        key = f"models.{model.get('sweep_of') or model.get('stream_of') or name}.measure"
+        _check_starts(key, model.get("measure", {}), config, name)
         if "iterations" in model.get("measure", {}) or "max_iterations" in model.get("measure", {}):
             _check_iterations(f"models.{name}.measure", measure_settings(config, name))
         if model.get("stream"):
@@ -576,11 +579,32 @@ def starts_plan(config: dict, model: str, mode: str, hardware: str) -> dict | No
     """The paths and repeats of an experiment's starts job (`measure.starts`), or None where it has none: starts are
     set for a compiling mode's experiments, not for streams."""
     measure = measure_settings(config, model)
-    if not measure.get("starts") or config["models"][model].get("stream"):
+    paths = measure.get("starts")
+    if isinstance(paths, dict):
+        paths = paths.get(mode)
+    if not paths or config["models"][model].get("stream"):
         return None
     if modes.definitions(config)[mode]["kind"] not in modes.COMPILING_KINDS:
         return None
-    return {"paths": list(measure["starts"]), "repeats": measure.get("start_repeats", plan.DEFAULT_START_REPEATS)}
+    order = [path for path in START_PATHS if path in paths]
+    return {"paths": order, "repeats": measure.get("start_repeats", plan.DEFAULT_START_REPEATS)}
+
+
+def _check_starts(key: str, measure: dict, config: dict, model: str | None = None) -> None:
+    """A mapping of modes under `measure.starts` names compiling modes (of the model, where it is the model's)."""
+    starts = measure.get("starts")
+    if not isinstance(starts, dict):
+        return
+    definitions = modes.definitions(config)
+    known = model_modes(config, model) if model else config["modes"]
+    compiling = [m for m in known if definitions[m]["kind"] in modes.COMPILING_KINDS]
+    for mode in starts:
+        if mode not in compiling:
+            what = "a mode that does not compile" if mode in known else f"no mode {'of the model' if model else 'run'}"
+            raise ConfigError(
+                f"Config key `{key}.starts.{mode}` names {what}: expected one of the compiling modes "
+                f"{', '.join(compiling) or '(none)'}, each with a list of start paths."
+            )
 
 
 # Hardware settings that only the report or the cluster reads: changing one reruns no measurement.

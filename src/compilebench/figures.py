@@ -18,7 +18,7 @@ import seaborn as sns  # noqa: E402
 
 from .layout import FIGURE_NAMES  # noqa: E402
 from .modes import MODE_NAMES, label, ordered  # noqa: E402
-from .records import COMPILE_PHASES  # noqa: E402
+from .records import COMPILE_PHASES, START_PARTS  # noqa: E402
 
 BUILTIN_COLORS = dict(zip(MODE_NAMES, sns.color_palette("colorblind", len(MODE_NAMES))))
 DEFINED_COLORS = sns.color_palette("dark", 10)
@@ -42,6 +42,7 @@ class Tables:
     compile_phases: pd.DataFrame
     stream_calls: pd.DataFrame
     compile_depth: pd.DataFrame
+    start_paths: pd.DataFrame
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -427,6 +428,44 @@ def compile_depth(t: Tables) -> plt.Figure:
     return fig
 
 
+START_PART_COLORS = dict(zip(START_PARTS, sns.color_palette("Set2", len(START_PARTS))))
+
+
+def starts(t: Tables) -> plt.Figure:
+    """14. From process start to first output: each path's median parts stacked, its interval on the total, and
+    eager's start as the floor; a path that could not start says why in short."""
+    frame = t.start_paths
+    if frame.empty:
+        return _empty("No experiment times its starts (measure.starts).")
+    keys = list(dict.fromkeys(zip(frame["hardware"], frame["model"], frame["mode"])))
+    paths = frame.groupby(["hardware", "model", "mode"]).size().max()
+    fig, axes = plt.subplots(len(keys), 1, figsize=(7, (0.9 + 0.35 * paths) * len(keys)), squeeze=False)
+    for ax, key in zip(axes[:, 0], keys):
+        sub = frame[(frame["hardware"] == key[0]) & (frame["model"] == key[1]) & (frame["mode"] == key[2])]
+        sub = sub.reset_index(drop=True)
+        ok = sub["status"] == "ok"
+        left = np.zeros(len(sub))
+        for part in START_PARTS:
+            widths = sub[part].where(ok, 0).fillna(0).to_numpy(dtype=float)
+            ax.barh(sub.index, widths, left=left, color=START_PART_COLORS[part], label=part.removesuffix("_s"))
+            left += widths
+        totals = sub["total_s"].to_numpy(dtype=float)
+        err = np.vstack([totals - sub["total_ci95_low"], sub["total_ci95_high"] - totals])
+        ax.errorbar(totals, sub.index, xerr=np.nan_to_num(np.clip(err, 0, None)), fmt="none", ecolor="0.2", capsize=3)
+        for i, row in sub[~ok].iterrows():
+            ax.text(0, i, f" {row['status']}: {str(row['reason'] or '')[:60]}", va="center", fontsize=6, color="0.35")
+        eager = sub.loc[sub["path"] == "eager", "total_s"]
+        if not eager.dropna().empty:
+            ax.axvline(float(eager.iloc[0]), color="0.3", ls="--", lw=1, label="eager's start")
+        ax.set_yticks(sub.index, sub["path"], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_title(f"{key[1]} · {key[2]} · {key[0]}", fontsize=9)
+        ax.set_xlabel("seconds from process start to first output")
+    axes[0][0].legend(fontsize=6, ncol=4, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
 FIGURES: dict[str, Callable[[Tables], plt.Figure]] = {
     "latency": latency_by_mode,
     "generation": generation_throughput,
@@ -441,6 +480,7 @@ FIGURES: dict[str, Callable[[Tables], plt.Figure]] = {
     "pay_off": pay_off,
     "streams": stream_time,
     "compile_depth": compile_depth,
+    "starts": starts,
 }
 
 

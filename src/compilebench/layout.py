@@ -54,6 +54,7 @@ FIGURE_TABLES = (
     "compile_phases",
     "stream_calls",
     "compile_depth",
+    "start_paths",
 )
 
 # The paper's figures, in order; figures.FIGURES draws them.
@@ -71,6 +72,7 @@ FIGURE_NAMES = (
     "pay_off",
     "streams",
     "compile_depth",
+    "starts",
 )
 
 

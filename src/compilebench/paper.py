@@ -237,6 +237,40 @@ def pay_off_findings(rows: list[dict]) -> list[str]:
     return findings
 
 
+def start_findings(paths: pd.DataFrame) -> list[str]:
+    """One sentence per experiment with starts: each path's start against eager's, with intervals, and when it has
+    caught up; the paths that could not start, with why."""
+    findings = []
+    for (hardware, model, mode), sub in paths.groupby(["hardware", "model", "mode"], sort=False):
+        rows = sub.to_dict("records")
+        eager = next((r for r in rows if r["path"] == "eager" and r["status"] == "ok"), None)
+        said = [f"eager's start took {eager['total_s']:.2f} s"] if eager else []
+        for r in rows:
+            if r["path"] == "eager":
+                continue
+            if r["status"] != "ok":
+                said.append(f"{r['path']} was {r['status']} ({r['reason']})")
+                continue
+            if r["n"] < 2 or not eager or eager["n"] < 2:  # one start a side: a median, no interval
+                part = f"{r['path']} {r['total_s']:.2f} s (one start: no interval)"
+                if not _nan(r.get("overhead_over_eager_s")):
+                    part += f", {r['overhead_over_eager_s']:+.2f} s over eager's"
+                said.append(part)
+                continue
+            part = f"{r['path']} {r['total_s']:.2f} s ({_interval(r['total_ci95_low'], r['total_ci95_high'])})"
+            if not _nan(r.get("overhead_over_eager_s")):
+                low, high = r["overhead_ci95_low"], r["overhead_ci95_high"]
+                if low <= 0 <= high:
+                    part += ", no detectable difference from eager's start"
+                else:
+                    part += f", {r['overhead_over_eager_s']:+.2f} s over eager's ({_interval(low, high)})"
+                if not _nan(r.get("break_even_calls")):
+                    part += f", caught up after {calls(r['break_even_calls'])} calls"
+            said.append(part)
+        findings.append(f"On {hardware}, {model} in {mode}, from process start to first output: {'; '.join(said)}.")
+    return findings
+
+
 def depth_findings(depth: pd.DataFrame) -> list[str]:
     """Per line of the depth sweep: how the cold compile grew per layer, with its interval, and the cold compile and
     speedup at its shallowest and deepest points."""
@@ -584,6 +618,7 @@ def context(
     change = pd.read_csv(tables["change"])
     streams = pd.read_csv(tables["streams"])
     depth = pd.read_csv(tables["compile_depth"])
+    start_paths = pd.read_csv(tables["start_paths"])
     previous = (config.get("report") or {}).get("compare_with")
     pay_off = pay_off_rows(runs)
     envs = [read_json(p) for p in env_records]
@@ -615,6 +650,8 @@ def context(
         "change": _records(change),
         "pay_off": pay_off,
         "pay_off_findings": pay_off_findings(pay_off),
+        "starts": _records(start_paths),
+        "start_findings": start_findings(start_paths),
         "depth": _records(depth),
         "depth_findings": depth_findings(depth),
         "change_findings": change_findings(change, previous) if previous else [],
@@ -704,7 +741,7 @@ def _one_liners(block: str) -> bool:
 
 
 # The figures the paper places in sections of their own after the main results, in the order they appear there.
-LATER_FIGURES = ("scaling", "streams", "pay_off", "compile_depth", "comparison")
+LATER_FIGURES = ("scaling", "streams", "pay_off", "starts", "compile_depth", "comparison")
 
 
 def reading_order(with_scaling: bool) -> list[str]:

@@ -58,8 +58,10 @@ def experiment_plan(measure: dict, entry: dict, mode: str, settings: dict) -> Pl
     if measure["warm_start"] and settings["kind"] == "compile":
         one_cold = processes == 1 or measure.get("cold_processes")
         starts = (1 if one_cold else 0) + (1 if measure["bundle_start"] else 0)
-    if measure.get("starts") and settings["kind"] in ("compile", "export"):
-        starts += start_processes(measure["starts"], measure.get("start_repeats", DEFAULT_START_REPEATS))
+    paths = measure.get("starts")
+    paths = paths.get(mode) if isinstance(paths, dict) else paths
+    if paths and settings["kind"] in ("compile", "export"):
+        starts += start_processes(paths, measure.get("start_repeats", DEFAULT_START_REPEATS))
     floor = processes * timed_floor_s(measure, eager=mode == "eager")  # eager has no steady state to time
     return Planned(processes, starts, 0, floor)
 

@@ -19,7 +19,7 @@ from .results import read_json, read_results
 
 RESULTS = "results"  # the run's result files, checked by the runs table first
 PREVIOUS = "previous"  # the result files of `report.compare_with`
-STARTS = "starts"  # the starts records of the experiments with `measure.starts`
+STARTS = "start_records"  # the starts records of the experiments with `measure.starts`
 
 
 @dataclass(frozen=True)
@@ -332,8 +332,8 @@ def _starts(src: Sources) -> pd.DataFrame:
     reads=(STARTS, RESULTS),
     caption="""Each start path of each experiment with ``measure.starts``: the median start from process spawn to
     first output over its fresh processes with a bootstrap 95% interval (``total_s``, ``total_ci95_low/high``),
-    each part's median, the artifact's bytes and the seconds building it took (``build_s``: the package, the
-    precompiled function), whether every output was correct, the overhead over eager's start
+    each part's median, the artifact's bytes and the seconds building it took (``artifact_build_s``: the
+    package, the precompiled function), whether every output was correct, the overhead over eager's start
     (``overhead_over_eager_s`` with its interval), and ``break_even_calls``: after how many calls starting on this
     path and calling the mode has caught up with starting and calling eager (from the interleaved saving per call,
     with its interval; ``inf`` where the mode saves nothing per call).""",

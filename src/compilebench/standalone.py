@@ -15,10 +15,13 @@ from .registry import TABLES, Sources, report_settings, table_names
 from .results import run_result_paths
 
 
-def write_tables(result_paths: list[Path], config: dict, out_dir: Path) -> dict[str, Path]:
-    """Every tidy table the registry declares, in its order, from the given result files."""
+def write_tables(
+    result_paths: list[Path], config: dict, out_dir: Path, start_paths: list[Path] = ()
+) -> dict[str, Path]:
+    """Every tidy table the registry declares, in its order, from the given result and starts files."""
     previous = config["report"].get("compare_with")
-    sources = Sources(result_paths, {}, run_result_paths(previous) if previous else [], report_settings(config))
+    previous_paths = run_result_paths(previous) if previous else []
+    sources = Sources(result_paths, {}, previous_paths, report_settings(config), starts=start_paths)
     for spec in TABLES.values():
         path = out_dir / f"{spec.name}.csv"
         tables.write_csv(spec.build(sources), path)

@@ -322,7 +322,11 @@ def median_difference(
     """How far the median of `a` lies above the median of `b` (independent samples, e.g. two paths' fresh starts),
     with a bootstrap 95% interval that resamples each side on its own."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    return float(np.median(x) - np.median(y)), _bootstrap((x, y), _difference, resamples, seed)
+    return float(np.median(x) - np.median(y)), _bootstrap((x, y), _median_difference, resamples, seed)
+
+
+def _median_difference(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.median(a, axis=axis) - np.median(b, axis=axis)
 
 
 def calls_to_pay_off(cost_s: float, saving_ms: float) -> float:

@@ -317,7 +317,7 @@ def start_paths(record: dict, result: dict | None = None, *, resamples: int = 20
             "n": len(ok),
             "status": "ok" if ok else (mine[0]["status"] if mine else "failed"),
             "reason": next((r["reason"] for r in mine if r.get("reason")), None),
-            "build_s": (record.get("builds", {}).get(path) or {}).get("build_s"),
+            "artifact_build_s": (record.get("builds", {}).get(path) or {}).get("build_s"),
         }
         if ok:
             totals = [r["total_s"] for r in ok]

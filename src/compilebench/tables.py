@@ -733,8 +733,8 @@ def _quotient(a, b) -> float | None:
 START_COLUMNS = ["hardware", "model", "mode", "path", "repeat", "status", "reason", "total_s", *START_PARTS,
                  "artifact_bytes", "correct", "correctness_rule", "overhead_over_eager_s"]  # fmt: skip
 START_PATH_COLUMNS = ["hardware", "model", "mode", "path", "starts", "n", "status", "reason", "total_s",
-                      "total_ci95_low", "total_ci95_high", *START_PARTS, "artifact_bytes", "build_s", "correct",
-                      "overhead_over_eager_s", "overhead_ci95_low", "overhead_ci95_high", "break_even_calls",
+                      "total_ci95_low", "total_ci95_high", *START_PARTS, "artifact_bytes", "artifact_build_s",
+                      "correct", "overhead_over_eager_s", "overhead_ci95_low", "overhead_ci95_high", "break_even_calls",
                       "break_even_calls_ci95_low", "break_even_calls_ci95_high"]  # fmt: skip
 
 

@@ -1,0 +1,173 @@
+"""From process start to first output: each path torch offers, in fresh processes, and what the tables and paper
+make of them."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from helpers import TINY_MODELS, tiny_config
+from synthetic import synthetic_starts
+
+from compilebench import config as configuration
+from compilebench import figures, first_output, jobs, paper, plan, starts, summaries, tables
+from compilebench.errors import ConfigError
+from compilebench.records import START_PARTS, START_PATHS, StartRequest
+
+EVERY_PATH = list(START_PATHS)
+
+
+def experiment(mode: str = "compile-default", model: str = "resnet", definitions: dict | None = None, **measure):
+    raw = tiny_config({model: TINY_MODELS[model]}, mode_definitions=definitions or {})
+    raw["measure"].update(measure)
+    config = configuration.validate(raw)
+    return config, configuration.experiment(config, model, mode, "cpu", any_mode=True)
+
+
+@pytest.fixture(scope="module")
+def every_path(tmp_path_factory):
+    """A tiny resnet18 compiled with compile-default, started once on every path, checked against its reference."""
+    folder = tmp_path_factory.mktemp("starts")
+    config, exp = experiment(starts=EVERY_PATH, start_repeats=1)
+    jobs.reference_job(configuration.reference_experiment(config, "resnet", "cpu"), folder / "ref.pt")
+    plan = configuration.starts_plan(config, "resnet", "compile-default", "cpu")
+    record = starts.starts_job(exp, plan, folder / "starts.json", reference=folder / "ref.pt")
+    assert json.loads((folder / "starts.json").read_text()) == record
+    return record
+
+
+@pytest.mark.slow
+def test_every_path_starts_a_fresh_process_to_a_correct_first_output(every_path):
+    rows = {row["path"]: row for row in every_path["rows"]}
+    assert list(rows) == EVERY_PATH
+    for path, row in rows.items():
+        assert row["status"] == "ok", (path, row["reason"])
+        assert row["correct"] is True and row["timed_from"] == "spawn", path
+        parts = row["parts"]
+        assert set(parts) == set(START_PARTS) and min(parts.values()) >= 0
+        assert sum(parts.values()) == pytest.approx(row["total_s"], rel=0.02), path  # the parts are the whole
+        assert parts["import_s"] > 0.1  # torch is imported inside the timed start, not before it
+    # what each path skips shows where the time went
+    assert rows["warm"]["parts"]["first_call_s"] < 0.5 * rows["cold"]["parts"]["first_call_s"]
+    assert rows["package"]["parts"]["first_call_s"] < 0.5 * rows["cold"]["parts"]["first_call_s"]
+    assert rows["eager"]["total_s"] < rows["cold"]["total_s"]
+    for path in ("warm", "artifacts", "package", "precompiled"):
+        assert rows[path]["artifact_bytes"] > 0, path
+    assert rows["eager"]["artifact_bytes"] is None and rows["cold"]["artifact_bytes"] is None
+    builds = every_path["builds"]
+    assert builds["package"]["status"] == "ok" and builds["precompiled"]["build_s"] > 0
+
+
+@pytest.mark.slow
+def test_the_summary_of_every_path_sets_each_against_eager(every_path):
+    frame = tables.start_paths([every_path])
+    assert list(frame["path"]) == EVERY_PATH and (frame["status"] == "ok").all()
+    cold = frame.set_index("path").loc["cold"]
+    assert cold["overhead_over_eager_s"] == pytest.approx(
+        cold["total_s"] - frame.set_index("path").loc["eager", "total_s"]
+    )
+    rows = tables.starts([every_path])
+    assert rows["overhead_over_eager_s"].isna().tolist() == [True] + [False] * 5
+
+
+@pytest.mark.parametrize(
+    "path, attribute",
+    [("artifacts", ("compiler", "load_cache_artifacts")), ("precompiled", ("compiler", "load_compiled_function"))],
+)
+def test_a_path_this_torch_lacks_is_unsupported_with_its_reason(monkeypatch, tmp_path, path, attribute):
+    import torch
+
+    owner = getattr(torch, attribute[0])
+    monkeypatch.delattr(owner, attribute[1])
+    _, exp = experiment()
+    record = first_output.start(StartRequest(str(tmp_path / "s.json"), exp, path=path), entered_at=0.0)
+    assert record["status"] == "unsupported"
+    assert f"torch {torch.__version__} has no torch.{attribute[0]}.{attribute[1]}" in record["error"]["message"]
+    if path == "precompiled":
+        build = first_output.build_artifact(
+            first_output.ArtifactRequest(str(tmp_path / "b.json"), exp, path, str(tmp_path / "f.bin"))
+        )
+        assert build["status"] == "unsupported" and "load_compiled_function" in build["error"]["message"]
+
+
+def test_what_a_mode_cannot_start_from_is_refused_with_why():
+    definitions = {
+        "compile-freezing": {"kind": "compile", "compile": {"options": {"freezing": True}}},
+        "compile-dynamic": {"kind": "compile", "compile": {"dynamic": True}},
+        "compile-regional": {"kind": "compile", "compile": {"regional": True}},
+        "export-aoti": {"kind": "export"},
+    }
+
+    def why(mode, path, model="resnet"):
+        return starts.obstacle(experiment(mode, model, definitions)[1], path)
+
+    assert all(why("compile-default", path) is None for path in START_PATHS)
+    assert "frozen constants" in why("compile-freezing", "artifacts")
+    assert "dynamic shapes" in why("compile-dynamic", "package")
+    assert "blocks one by one" in why("compile-regional", "precompiled")
+    assert "its package" in why("export-aoti", "precompiled") and "export mode" in why("export-aoti", "artifacts")
+    assert why("export-aoti", "package") is None and why("export-aoti", "warm") is None
+    assert "generation loop" in why("compile-default", "package", "llama")
+
+
+def test_each_path_gets_a_median_with_an_interval_its_overhead_and_its_break_even():
+    record = synthetic_starts(
+        {"eager": [2.0, 2.1, 2.2], "cold": [30.0, 32.0, 31.0], "warm": [5.0, 5.2, 5.1]},
+        precompiled="torch 2.4 has no torch.compiler.load_compiled_function",
+    )
+    # a mode that saves 1 ms a call: a warm start (3 s over eager's) is repaid after 3000 calls
+    result = {"status": "ok", "measure": {"bootstrap_resamples": 200}, "processes": [
+        {"eager_latency_ms": [10.0] * 20, "latency_ms": [9.0] * 20, "interleave": {"eager_block": 5, "mode_block": 5}}
+    ], "eager_latency_ms": [10.0] * 20, "latency_ms": [9.0] * 20}  # fmt: skip
+    by_path = {row["path"]: row for row in summaries.start_paths(record, result, resamples=200)}
+    warm = by_path["warm"]
+    assert warm["n"] == 3 and warm["total_s"] == 5.1
+    assert warm["total_ci95_low"] <= 5.1 <= warm["total_ci95_high"]
+    assert warm["overhead_over_eager_s"] == pytest.approx(3.0)
+    assert warm["overhead_ci95_low"] > 0
+    assert warm["break_even_calls"] == pytest.approx(3000, rel=0.01)
+    assert (
+        by_path["precompiled"]["status"] == "unsupported"
+        and "load_compiled_function" in by_path["precompiled"]["reason"]
+    )
+    said = " ".join(paper.start_findings(pd.DataFrame(by_path.values())))
+    assert "warm 5.10 s" in said and "+3.00 s over eager's" in said and "3,000 calls" in said
+    assert "precompiled was unsupported (torch 2.4 has no" in said
+
+
+def test_a_start_no_different_from_eagers_is_said_so():
+    record = synthetic_starts({"eager": [2.0, 2.4, 2.2], "package": [2.1, 2.3, 2.25]})
+    said = paper.start_findings(tables.start_paths([record]))
+    assert "package 2.25 s" in said[0] and "no detectable difference from eager's start" in said[0]
+
+
+def test_the_starts_figure_draws_every_path_and_names_the_unsupported(tmp_path):
+    record = synthetic_starts({"eager": [2.0, 2.1, 2.2], "cold": [30.0, 32.0, 31.0]}, package="a reason")
+    frame = tables.start_paths([record])
+    frame.to_csv(tmp_path / "paths.csv", index=False)
+    empty = pd.DataFrame()
+    fig = figures.starts(figures.Tables(*[empty] * 9, pd.read_csv(tmp_path / "paths.csv")))
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["eager", "cold", "package"]
+    assert any("unsupported: a reason" in t.get_text() for t in ax.texts)
+
+
+def test_starts_are_set_per_mode_and_a_mode_that_does_not_compile_is_refused():
+    config, _ = experiment(starts={"compile-default": ["warm", "eager"]}, start_repeats=2)
+    assert configuration.starts_plan(config, "resnet", "compile-default", "cpu") == {
+        "paths": ["eager", "warm"],
+        "repeats": 2,
+    }
+    assert configuration.starts_plan(config, "resnet", "compile-max-autotune", "cpu") is None
+    assert configuration.planned(config).starts == plan.start_processes(["eager", "warm"], 2) == 1 + 1 + 4
+    with pytest.raises(ConfigError, match=r"`measure\.starts\.jit` names a mode that does not compile"):
+        experiment(starts={"jit": ["cold"]})
+    with pytest.raises(ConfigError, match=r"`measure\.starts` is invalid"):
+        experiment(starts=["lukewarm"])
+
+
+def test_starts_leave_the_experiment_and_its_fingerprint_alone():
+    _, plain = experiment()
+    _, with_starts = experiment(starts=["cold"], start_repeats=5)
+    assert plain.digest() == with_starts.digest()
