@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from compilebench.config import expand_streams, expand_sweeps
+from compilebench.records import START_PATHS
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS_MIRROR = ROOT.parent / "shared" / "assets"
@@ -164,7 +165,13 @@ def shared_run_config(weights_folder: Path) -> dict:
     config = tiny_workflow_config(ASSETS_MIRROR)
     config["models"]["broken"] = {**TINY_MODELS["resnet"], "weights": str(wrong), "modes": ["eager", "compile-default"]}
     # One model's compiles start again, warm, and keep their TORCH_TRACE log, rendered by tlparse.
-    config["models"]["resnet"]["measure"] = {"warm_start": True, "compile_trace": True}
+    # ... and compile-default starts once on every path, from process start to first output.
+    config["models"]["resnet"]["measure"] = {
+        "warm_start": True,
+        "compile_trace": True,
+        "starts": {"compile-default": list(START_PATHS)},
+        "start_repeats": 1,
+    }
     config["models"]["llama"]["measure"] = {"processes": 2}
     config["mode_definitions"].update(QUANTIZED_MODES)
     config["modes"] += list(QUANTIZED_MODES)

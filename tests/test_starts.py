@@ -11,7 +11,7 @@ from helpers import TINY_MODELS, tiny_config
 from synthetic import synthetic_starts
 
 from compilebench import config as configuration
-from compilebench import figures, first_output, jobs, paper, plan, starts, summaries, tables
+from compilebench import figures, first_output, paper, plan, starts, summaries, tables
 from compilebench.errors import ConfigError
 from compilebench.records import START_PARTS, START_PATHS, StartRequest
 
@@ -26,15 +26,11 @@ def experiment(mode: str = "compile-default", model: str = "resnet", definitions
 
 
 @pytest.fixture(scope="module")
-def every_path(tmp_path_factory):
-    """A tiny resnet18 compiled with compile-default, started once on every path, checked against its reference."""
-    folder = tmp_path_factory.mktemp("starts")
-    config, exp = experiment(starts=EVERY_PATH, start_repeats=1)
-    jobs.reference_job(configuration.reference_experiment(config, "resnet", "cpu"), folder / "ref.pt")
-    plan = configuration.starts_plan(config, "resnet", "compile-default", "cpu")
-    record = starts.starts_job(exp, plan, folder / "starts.json", reference=folder / "ref.pt")
-    assert json.loads((folder / "starts.json").read_text()) == record
-    return record
+def every_path(finished):
+    """The shared run's tiny resnet18 in compile-default, started once on every path and checked against its
+    reference by its starts job."""
+    project, _, _ = finished
+    return json.loads((project / "results" / "starts" / "cpu" / "resnet" / "compile-default.json").read_text())
 
 
 @pytest.mark.slow

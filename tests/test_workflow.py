@@ -80,6 +80,23 @@ def test_compiled_runs_carry_their_warm_starts_phases_and_break_even_into_tables
     assert "When does compiling pay off?" in pdf
 
 
+def test_starts_run_as_a_job_of_their_own_into_their_tables_figure_and_section(finished):
+    project, _, _ = finished
+    records = sorted(p.relative_to(project / "results" / "starts") for p in (project / "results").glob("starts/*/*/*"))
+    assert [str(p) for p in records] == ["cpu/resnet/compile-default.json"]  # the one mode that asks for them
+    rows = pd.read_csv(project / "results" / "tables" / "starts.csv")
+    assert list(rows["path"]) == list(records.START_PATHS) and (rows["status"] == "ok").all() and rows["correct"].all()
+    assert rows.set_index("path").loc["warm", "artifact_bytes"] > 0
+    assert (rows[["import_s", "build_s", "first_call_s"]] > 0).all().all()
+    paths = pd.read_csv(project / "results" / "tables" / "start_paths.csv").set_index("path")
+    assert paths.loc["warm", "overhead_over_eager_s"] == pytest.approx(
+        paths.loc["warm", "total_s"] - paths.loc["eager", "total_s"]
+    )
+    html = (project / "results" / "report" / "paper.html").read_text()
+    section = html.split('id="starts"')[1].split('id="compile-depth"')[0]
+    assert 'id="figure-starts"' in section and "On cpu, resnet in compile-default, from process start" in section
+
+
 def test_strict_mode_fails_on_any_experiment_that_is_not_ok(finished):
     project, _, _ = finished
     done = snakemake(project, "--config", "strict=True", "--forcerun", "runs_table", check=False)
@@ -214,6 +231,9 @@ def measuring_processes(project: Path) -> list[tuple[str, int, str, str]]:
         result = json.loads(path.read_text())
         for k, process in enumerate(result.get("processes") or [], 1):
             spans.append((str(path.relative_to(project)), k, process["started_at"], process["finished_at"]))
+    for path in (project / "results" / "starts").glob("*/*/*.json"):  # a starts job's fresh processes, as one
+        record = json.loads(path.read_text())
+        spans.append((str(path.relative_to(project)), 0, record["started_at"], record["finished_at"]))
     return sorted(spans, key=lambda span: span[2])
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from .errors import UserError
 from .modes import COMPILING_KINDS, MODE_NAMES, base_mode, without_own_setting
-from .results import read_result, run_result_paths
+from .results import read_json, read_result, run_result_paths
 from .stats import (  # noqa: F401  (the estimators, as comparisons' readers name them)
     DEFAULT_THRESHOLD,
     TWO_LEVEL,
@@ -159,7 +159,19 @@ def run_results(folder: str | Path) -> dict[tuple[str, str, str], dict]:
             f"{folder} holds no results: expected a project folder with results/runs/HARDWARE/MODEL/MODE.json "
             "files, or its results/ folder."
         )
-    return by_experiment(read_result(path) for path in paths)
+    return by_experiment(_with_start_rows(read_result(path), path) for path in paths)
+
+
+def _with_start_rows(result: dict, path: Path) -> dict:
+    """The result with its experiment's starts (results/starts/…, beside results/runs/…) under `start_rows`, where
+    its run timed them: `compare` gates cold and warm starts on them."""
+    hardware, model, mode = path.parts[-3], path.parts[-2], path.stem
+    starts = path.parents[3] / "starts" / hardware / model / f"{mode}.json"
+    if starts.is_file():
+        record = read_json(starts)
+        if record.get("experiment_sha256") == result.get("experiment_sha256"):
+            return {**result, "start_rows": record["rows"]}
+    return result
 
 
 def by_experiment(results) -> dict[tuple[str, str, str], dict]:
@@ -230,7 +242,7 @@ COMPILE_STARTS = ("cold", "warm")
 COMPILE_COLUMNS = [
     f"compile_{start}_{key}"
     for start in COMPILE_STARTS
-    for key in ("base_s", "s", "ratio", "ratio_ci95_low", "ratio_ci95_high", "verdict", "samples")
+    for key in ("base_s", "s", "ratio", "ratio_ci95_low", "ratio_ci95_high", "verdict", "samples", "from")
 ]
 STRUCTURE = ("graphs", "graph_breaks", "recompiles")
 BETWEEN_COLUMNS = [
@@ -257,19 +269,29 @@ def compile_samples(result: dict) -> dict[str, list[float]]:
     }
 
 
+def start_samples(result: dict) -> dict[str, list[float]]:
+    """A result's cold and warm starts from process start to first output (its run's starts job, which
+    `run_results` attaches as `start_rows`), in seconds; none where it has none."""
+    rows = [r for r in result.get("start_rows") or [] if r["status"] == "ok"]
+    return {start: [r["total_s"] for r in rows if r["path"] == start] for start in COMPILE_STARTS}
+
+
 def compile_times(before: dict, after: dict, threshold: float) -> dict:
     """Each start's compile time, BASE's over NEW's median (below 1: NEW compiles slower), with an interval over
     the fresh starts and a verdict against `threshold` where each side has MIN_COMPILE_SAMPLES of them; else
     `unclear (n samples)` beside the ratio of medians."""
     row: dict[str, Any] = {}
     samples = (compile_samples(before), compile_samples(after))
+    starts = (start_samples(before), start_samples(after))
     for start in COMPILE_STARTS:
-        a, b = samples[0][start], samples[1][start]
+        a, b, source = starts[0][start], starts[1][start], "process start to first output"
+        if not a or not b:  # both sides must be timed alike: else their first calls
+            a, b, source = samples[0][start], samples[1][start], "first call"
         if not a or not b:
             continue
         prefix = f"compile_{start}_"
         row.update({f"{prefix}base_s": float(np.median(a)), f"{prefix}s": float(np.median(b)),
-                    f"{prefix}samples": min(len(a), len(b))})  # fmt: skip
+                    f"{prefix}samples": min(len(a), len(b)), f"{prefix}from": source})  # fmt: skip
         if min(len(a), len(b)) < MIN_COMPILE_SAMPLES:
             row.update({f"{prefix}ratio": float(np.median(a) / np.median(b)),
                         f"{prefix}verdict": f"unclear ({min(len(a), len(b))} samples)"})  # fmt: skip
@@ -452,8 +474,13 @@ def _compile_said(row: dict) -> list[str]:
             continue
         low, high = row.get(f"{prefix}ratio_ci95_low"), row.get(f"{prefix}ratio_ci95_high")
         interval = "" if pd.isna(low) else f" (95% CI {low:.3f}–{high:.3f})"
+        what = (
+            f"{start} start to first output"
+            if row.get(f"{prefix}from") == "process start to first output"
+            else f"{start} compile"
+        )
         lines.append(
-            f"  {start} compile {row[f'{prefix}base_s']:.3g} s → {row[f'{prefix}s']:.3g} s, ratio "
+            f"  {what} {row[f'{prefix}base_s']:.3g} s → {row[f'{prefix}s']:.3g} s, ratio "
             f"{row[f'{prefix}ratio']:.3f}{interval}: {row[f'{prefix}verdict']}"
         )
     if isinstance(row.get("structure_change"), str):

@@ -267,7 +267,14 @@ def start_findings(paths: pd.DataFrame) -> list[str]:
                 if not _nan(r.get("break_even_calls")):
                     part += f", caught up after {calls(r['break_even_calls'])} calls"
             said.append(part)
-        findings.append(f"On {hardware}, {model} in {mode}, from process start to first output: {'; '.join(said)}.")
+        sentence = f"On {hardware}, {model} in {mode}, from process start to first output: {'; '.join(said)}."
+        probes = [r["isa_probe_s"] for r in rows if r["status"] == "ok" and not _nan(r.get("isa_probe_s"))]
+        if probes and max(probes) >= 0.5:
+            sentence += (
+                f" Up to {max(probes):.1f} s of a start was inductor probing the CPU's vector instructions (it compiles"
+                " test programs into its cache folder): a deployment that ships that folder skips it."
+            )
+        findings.append(sentence)
     return findings
 
 

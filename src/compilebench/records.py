@@ -31,9 +31,10 @@ START_PATHS = ("eager", "cold", "warm", "artifacts", "package", "precompiled")
 # The paths whose artifact a process of its own builds before the rounds.
 ARTIFACT_PATHS = ("package", "precompiled")
 # The parts of a start, in the order they run: the interpreter and compilebench's worker (no torch), torch and the
-# model's libraries imported, the model built, the mode's wrapper made (torch.compile's own; scripting; export and
-# package build), the path's artifact loaded, the first call (a lazy compile runs in it).
-START_PARTS = ("interpreter_s", "import_s", "build_s", "prepare_s", "load_s", "first_call_s")
+# model's libraries imported, inductor's probe of the CPU's vector instructions (it compiles test programs into its
+# cache folder, once per folder), the model built, the mode's wrapper made (torch.compile's own; scripting; export
+# and package build), the path's artifact loaded, the first call (a lazy compile runs in it).
+START_PARTS = ("interpreter_s", "import_s", "isa_probe_s", "build_s", "prepare_s", "load_s", "first_call_s")
 # The shape settings a sweep may vary, in the order a sweep point's name lists them.
 SWEEP_KEYS = ("batch_size", "image_size", "seq_len", "new_tokens", "dtype", "num_hidden_layers")
 # Sweep keys that set the architecture: a transformers model's own `config`, not a shape.
