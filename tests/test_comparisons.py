@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers import TINY_MODELS, tiny_config, write_config
-from synthetic import synthetic_results
+from synthetic import synthetic_results, synthetic_starts
 
 from compilebench import cli, comparisons, jobs, summaries, thresholds
 from compilebench import config as configuration
@@ -488,3 +488,22 @@ def test_compare_gates_compile_time_and_graph_breaks_and_a_run_against_itself_pa
     verdicts = set(table["compile_warm_verdict"].dropna()) | set(table["compile_cold_verdict"].dropna())
     assert verdicts and all(v == "same" or v.startswith("unclear") for v in verdicts)
     assert table["structure_change"].isna().all()
+
+
+def test_compare_gates_cold_starts_from_process_start_where_both_runs_timed_them(tmp_path):
+    synthetic_results(tmp_path / "base" / "results")
+    new = scaled_copy(tmp_path / "base", tmp_path / "new", 1.0)
+    experiment = json.loads(
+        (tmp_path / "base" / "results" / "runs" / "cpu" / "resnet" / "compile-default.json").read_text()
+    )
+    for folder, scale in ((tmp_path / "base", 1.0), (new, 1.5)):
+        record = synthetic_starts({"eager": [2.0, 2.1, 2.2], "cold": [scale * x for x in (30.0, 31.0, 32.0)]})
+        record.update(hardware="cpu", model="resnet", experiment_sha256=experiment["experiment_sha256"])
+        (folder / "results" / "starts" / "cpu" / "resnet").mkdir(parents=True)
+        (folder / "results" / "starts" / "cpu" / "resnet" / "compile-default.json").write_text(json.dumps(record))
+    out = tmp_path / "comparison.csv"
+    done = compilebench("compare", tmp_path / "base", new, "--fail-on-regression", "--out", out)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "  cold start to first output 31 s → 46.5 s, ratio 0.667 (95% CI" in done.stdout
+    row = pd.read_csv(out).set_index(["hardware", "model", "mode"]).loc[("cpu", "resnet", "compile-default")]
+    assert row["compile_cold_verdict"] == "slower" and row["compile_cold_from"] == "process start to first output"

@@ -17,6 +17,7 @@ from compilebench import config as configuration
 
 PARENT_SIDE = [
     "compilebench.jobs",
+    "compilebench.starts",
     "compilebench.summaries",
     "compilebench.stats",
     "compilebench.tables",
@@ -42,7 +43,15 @@ def fresh_python(code: str) -> str:
 
 def test_the_parent_side_and_its_scripts_leave_torch_out():
     imports = "; ".join(f"import {name}" for name in PARENT_SIDE)
-    scripts = ["table", "figures", "paper", "benchmark_process", "benchmark_result", "reference_output"]
+    scripts = [
+        "table",
+        "figures",
+        "paper",
+        "benchmark_process",
+        "benchmark_result",
+        "reference_output",
+        "starts_process",
+    ]
     script_imports = "\n".join(
         line.strip()
         for name in scripts

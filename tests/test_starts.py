@@ -167,3 +167,11 @@ def test_starts_leave_the_experiment_and_its_fingerprint_alone():
     _, plain = experiment()
     _, with_starts = experiment(starts=["cold"], start_repeats=5)
     assert plain.digest() == with_starts.digest()
+
+
+def test_a_mode_that_saves_nothing_per_call_never_catches_up_with_eagers_start():
+    record = synthetic_starts({"eager": [2.0, 2.1, 2.2], "warm": [5.0, 5.2, 5.1]})
+    slower = {"status": "ok", "measure": {"bootstrap_resamples": 200}, "eager_latency_ms": [9.0] * 20,
+              "latency_ms": [10.0] * 20, "interleave": {"eager_block": 5, "mode_block": 5}}  # fmt: skip
+    said = paper.start_findings(pd.DataFrame(summaries.start_paths(record, slower, resamples=200)))
+    assert "warm 5.10 s" in said[0] and "never caught up (the mode saves nothing per call)" in said[0]

@@ -265,7 +265,12 @@ def start_findings(paths: pd.DataFrame) -> list[str]:
                 else:
                     part += f", {r['overhead_over_eager_s']:+.2f} s over eager's ({_interval(low, high)})"
                 if not _nan(r.get("break_even_calls")):
-                    part += f", caught up after {calls(r['break_even_calls'])} calls"
+                    never = math.isinf(r["break_even_calls"])
+                    part += (
+                        ", never caught up (the mode saves nothing per call)"
+                        if never
+                        else (f", caught up after {calls(r['break_even_calls'])} calls")
+                    )
             said.append(part)
         sentence = f"On {hardware}, {model} in {mode}, from process start to first output: {'; '.join(said)}."
         probes = [r["isa_probe_s"] for r in rows if r["status"] == "ok" and not _nan(r.get("isa_probe_s"))]
