@@ -66,7 +66,7 @@ def test_a_warm_start_past_the_timeout_is_stopped_with_its_workers_and_records_w
     exp = experiment("compile-max-autotune", warm_start=True, bundle_start=False)
     begin = time.monotonic()
     starts = jobs._warm_starts(
-        exp, sys.executable, jobs._cache_env(tmp_path / "empty"), tmp_path / "none", tmp_path, time.monotonic() + 2
+        exp, sys.executable, jobs.cache_env(tmp_path / "empty"), tmp_path / "none", tmp_path, time.monotonic() + 2
     )
     assert time.monotonic() - begin < 15
     assert starts["warm"] is None and "the warm start ran past measure.timeout_s" in starts["notes"]

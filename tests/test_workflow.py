@@ -82,8 +82,8 @@ def test_compiled_runs_carry_their_warm_starts_phases_and_break_even_into_tables
 
 def test_starts_run_as_a_job_of_their_own_into_their_tables_figure_and_section(finished):
     project, _, _ = finished
-    records = sorted(p.relative_to(project / "results" / "starts") for p in (project / "results").glob("starts/*/*/*"))
-    assert [str(p) for p in records] == ["cpu/resnet/compile-default.json"]  # the one mode that asks for them
+    written = sorted(p.relative_to(project / "results" / "starts") for p in (project / "results").glob("starts/*/*/*"))
+    assert [str(p) for p in written] == ["cpu/resnet/compile-default.json"]  # the one mode that asks for them
     rows = pd.read_csv(project / "results" / "tables" / "starts.csv")
     assert list(rows["path"]) == list(records.START_PATHS) and (rows["status"] == "ok").all() and rows["correct"].all()
     assert rows.set_index("path").loc["warm", "artifact_bytes"] > 0
