@@ -165,9 +165,11 @@ def shared_run_config(weights_folder: Path) -> dict:
     config = tiny_workflow_config(ASSETS_MIRROR)
     config["models"]["broken"] = {**TINY_MODELS["resnet"], "weights": str(wrong), "modes": ["eager", "compile-default"]}
     # One model's compiles start again, warm, and keep their TORCH_TRACE log, rendered by tlparse.
-    # ... and compile-default starts once on every path, from process start to first output.
+    # ... and compile-default starts once on every path, from process start to first output (its `artifacts` start
+    # is the start from torch's cache artifacts, so no job starts from the bundle besides).
     config["models"]["resnet"]["measure"] = {
         "warm_start": True,
+        "bundle_start": False,
         "compile_trace": True,
         "starts": {"compile-default": list(START_PATHS)},
         "start_repeats": 1,

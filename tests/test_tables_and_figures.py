@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
-from synthetic import MODELS, MODES, synthetic_results, synthetic_sweep
+from synthetic import MODELS, MODES, synthetic_results, synthetic_starts, synthetic_sweep
 
 from compilebench import comparisons, figures, tables
 from compilebench.results import read_results
@@ -26,8 +26,9 @@ def synthetic_tables(tmp_path):
     results = read_results(paths)
     streamed = tables.stream_calls(results)
     depth = tables.compile_depth(runs, results)
+    started = tables.start_paths([synthetic_starts({"eager": [2.0, 2.1, 2.2], "warm": [5.0, 5.2, 5.1]})])
     return figures.Tables(
-        runs, samples, tables.speedups(runs), costs, tables.scaling(runs), comparison, phases, streamed, depth
+        runs, samples, tables.speedups(runs), costs, tables.scaling(runs), comparison, phases, streamed, depth, started
     )
 
 
@@ -168,7 +169,7 @@ def test_a_sweep_gives_one_row_per_point_and_a_scaling_figure(tmp_path):
     assert compiled["speedup"].iloc[0] == pytest.approx(2.0, rel=0.05)
     assert compiled["speedup"].iloc[-1] == pytest.approx(1.05, rel=0.05)
     empty = pd.DataFrame(columns=runs.columns)
-    drawn = figures.Tables(runs, empty, empty, empty, scaling, empty, empty, empty, empty)
+    drawn = figures.Tables(runs, empty, empty, empty, scaling, empty, empty, empty, empty, empty)
     figure = figures.scaling(drawn)
     lines = [[list(line.get_xdata()) for line in ax.get_lines() if line.get_marker() == "o"] for ax in figure.axes]
     assert lines == [[[1, 4, 16]] * 2, [[1, 4, 16]] * 2, [[1, 4, 16]]]  # eager has no speedup over itself
