@@ -127,6 +127,9 @@ def test_each_path_gets_a_median_with_an_interval_its_overhead_and_its_break_eve
         by_path["precompiled"]["status"] == "unsupported"
         and "load_compiled_function" in by_path["precompiled"]["reason"]
     )
+    rows = tables.starts([record]).set_index(["path", "repeat"])
+    assert rows.loc[("warm", 3), "overhead_over_eager_s"] == pytest.approx(5.1 - 2.1)  # eager's median start
+    assert pd.isna(rows.loc[("eager", 1), "overhead_over_eager_s"])
     said = " ".join(paper.start_findings(pd.DataFrame(by_path.values())))
     assert "warm 5.10 s" in said and "+3.00 s over eager's" in said and "3,000 calls" in said
     assert "precompiled was unsupported (torch 2.4 has no" in said

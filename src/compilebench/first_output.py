@@ -82,7 +82,7 @@ def _start(request: StartRequest, entered_at: float) -> dict:
         phases = compile_phases.read()
         hits = compile_phases.cache_hits()
         effect = wrappers.settings_effect(exp.mode_settings, process.code_before)
-        eager_output = runner.eager_call(process)()
+        eager_output = runner.eager_call(process)() if request.reference else None  # the check's yardstick
         if request.save_artifacts:
             runner.save_cache_artifacts(request.save_artifacts)
     parts = {
@@ -102,7 +102,6 @@ def _start(request: StartRequest, entered_at: float) -> dict:
         "total_s": total_s,
         "parts": parts,
         "timed_from": "spawn" if spawned_at() else "worker",
-        "artifact_bytes": _artifact_bytes(path, request.artifact),
         "correct": None if check is None else bool(check["passed"]),
         "correctness": check,
         # what a warm start of a measuring job reports (summaries.warm_start_fields)
@@ -147,18 +146,6 @@ def torch_obstacle(path: str) -> None:
             module = getattr(module, part)
         if not hasattr(module, name):
             raise Unsupported(f"torch {torch.__version__} has no {owner}.{name}, so it offers no {path} start")
-
-
-def _artifact_bytes(path: str, artifact: str | None) -> int | None:
-    """The bytes a start read from disk to skip compiling: its artifact, or the caches of a warm start."""
-    if path == "warm":
-        folder = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-        return folder_bytes(folder) if folder else None
-    return os.path.getsize(artifact) if artifact and os.path.isfile(artifact) else None
-
-
-def folder_bytes(folder: str) -> int:
-    return sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(folder) for f in files)
 
 
 def build_artifact(request: ArtifactRequest) -> dict:

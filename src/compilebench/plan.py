@@ -32,6 +32,12 @@ def timed_floor_s(measure: dict, eager: bool) -> float:
     return max(measure["min_time_s"], blocks_s) + blocks_s + (0.0 if eager else 1.5 * measure["steady_state_s"])
 
 
+def start_paths(measure: dict, mode: str) -> list[str]:
+    """The start paths `measure.starts` asks of `mode`: the list, or the mode's entry of a mapping."""
+    paths = measure.get("starts") or []
+    return list(paths.get(mode, [])) if isinstance(paths, dict) else list(paths)
+
+
 def start_processes(paths: list[str], repeats: int) -> int:
     """The fresh processes a starts job runs: one that reads torch's files into the machine's cache, one per
     artifact it builds, a cold start for warm or artifacts starts to follow where no cold path is asked, and
@@ -58,8 +64,7 @@ def experiment_plan(measure: dict, entry: dict, mode: str, settings: dict) -> Pl
     if measure["warm_start"] and settings["kind"] == "compile":
         one_cold = processes == 1 or measure.get("cold_processes")
         starts = (1 if one_cold else 0) + (1 if measure["bundle_start"] else 0)
-    paths = measure.get("starts")
-    paths = paths.get(mode) if isinstance(paths, dict) else paths
+    paths = start_paths(measure, mode)
     if paths and settings["kind"] in ("compile", "export"):
         starts += start_processes(paths, measure.get("start_repeats", DEFAULT_START_REPEATS))
     floor = processes * timed_floor_s(measure, eager=mode == "eager")  # eager has no steady state to time

@@ -102,8 +102,20 @@ def _repeats(plan: dict) -> range:
     return range(1, plan["repeats"] + 1)
 
 
+# What a row keeps of its start's record: the timing, the artifact, the check's verdict and rule.
+ROW_KEYS = ("total_s", "parts", "timed_from", "artifact_bytes", "correct", "cache_hits")
+
+
 def _row(path: str, repeat: int, status: str, reason: str | None, start: dict | None = None) -> dict:
-    return {"path": path, "repeat": repeat, "status": status, "reason": reason, **(start or {})}
+    start = start or {}
+    return {
+        "path": path,
+        "repeat": repeat,
+        "status": status,
+        "reason": reason,
+        **{k: start.get(k) for k in ROW_KEYS},
+        "correctness_rule": (start.get("correctness") or {}).get("rule"),
+    }
 
 
 class _Starts:
@@ -143,7 +155,7 @@ class _Starts:
                 else:
                     start = self._start(path, folder, repeat, artifact=self._artifact(path))
                 rows.append(_row(path, repeat, start["status"], (start.get("error") or {}).get("message"), start))
-        return {"builds": builds, "rows": [_without_details(row) for row in rows]}
+        return {"builds": builds, "rows": rows}
 
     def _artifact(self, path: str) -> str | None:
         names = {"package": "model.pt2", "precompiled": "forward.bin"}  # AOTInductor wants .pt2
@@ -175,7 +187,8 @@ class _Starts:
         (folder / "caches").mkdir(parents=True, exist_ok=True)
         out = folder / "start.json"
         request = StartRequest(str(out), self.exp, path=path, reference=self.reference, **fields)
-        return self._supervised(request, folder)
+        given = _bytes_read(path, folder / "caches", fields.get("artifact"))  # before the start adds its own
+        return {**self._supervised(request, folder), "artifact_bytes": given}
 
     def _build(self, path: str) -> dict:
         log.info("building the %s", path)
@@ -194,13 +207,9 @@ class _Starts:
         return read_json(request.out)
 
 
-# What a row keeps of its start's record: the timing, the artifact, the check's verdict and rule.
-ROW_KEYS = ("total_s", "parts", "timed_from", "artifact_bytes", "correct", "cache_hits")
-
-
-def _without_details(row: dict) -> dict:
-    kept = {k: row[k] for k in ("path", "repeat", "status", "reason")}
-    kept.update({k: row.get(k) for k in ROW_KEYS})
-    check = row.get("correctness") or {}
-    kept["correctness_rule"] = check.get("rule")
-    return kept
+def _bytes_read(path: str, caches: Path, artifact: str | None) -> int | None:
+    """The bytes a start is given on disk to skip compiling: the caches a warm start copies, the artifact a path
+    loads; None for a start given nothing (eager, cold)."""
+    if path == "warm":
+        return sum(f.stat().st_size for f in caches.rglob("*") if f.is_file())
+    return Path(artifact).stat().st_size if path in ("artifacts", *ARTIFACT_PATHS) and artifact else None

@@ -340,5 +340,17 @@ def start_paths(record: dict, result: dict | None = None, *, resamples: int = 20
     return summary
 
 
+def start_rows(record: dict) -> list[dict]:
+    """A starts record's rows, each ok start beside eager's with its overhead over eager's median start."""
+    eager = _ok_totals(record["rows"], "eager")
+    floor = statistics.median(eager) if eager else None
+    return [
+        {**r, "overhead_over_eager_s": r["total_s"] - floor}
+        if r["status"] == "ok" and floor is not None and r["path"] != "eager"
+        else {**r, "overhead_over_eager_s": None}
+        for r in record["rows"]
+    ]
+
+
 def _ok_totals(rows: list[dict], path: str) -> list[float]:
     return [r["total_s"] for r in rows if r["path"] == path and r["status"] == "ok"]

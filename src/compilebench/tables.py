@@ -740,21 +740,13 @@ START_PATH_COLUMNS = ["hardware", "model", "mode", "path", "starts", "n", "statu
 
 def starts(records: list[dict]) -> pd.DataFrame:
     """One row per fresh start: its path, repeat, total and parts, artifact, check, and its overhead over eager's
-    median start in the same job."""
-    rows = []
-    for record in records:
-        eager = [r["total_s"] for r in record["rows"] if r["path"] == "eager" and r["status"] == "ok"]
-        floor = float(np.median(eager)) if eager else None
-        for r in record["rows"]:
-            ok = r["status"] == "ok"
-            rows.append({
-                **{k: record[k] for k in ("hardware", "model", "mode")},
-                **{k: r.get(k) for k in ("path", "repeat", "status", "reason", "total_s", "artifact_bytes", "correct",
-                                         "correctness_rule")},
-                **{part: (r.get("parts") or {}).get(part) for part in START_PARTS},
-                "overhead_over_eager_s": r["total_s"] - floor if ok and floor is not None and r["path"] != "eager"
-                else None,
-            })  # fmt: skip
+    median start in the same job (`summaries.start_rows`)."""
+    rows = [
+        {**{k: record[k] for k in ("hardware", "model", "mode")}, **{k: v for k, v in r.items() if k != "parts"},
+         **{part: (r.get("parts") or {}).get(part) for part in START_PARTS}}
+        for record in records
+        for r in summaries.start_rows(record)
+    ]  # fmt: skip
     return pd.DataFrame(rows, columns=START_COLUMNS)
 
 
