@@ -14,7 +14,8 @@ import subprocess
 import time
 from pathlib import Path
 
-BINARIES = ("slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "munged")
+BINARIES = ("slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "munged", "munge")
+MUNGE_PID = Path("/run/munge/munged.pid")
 # Job steps (srun inside a job) find the config only at the default path, whatever SLURM_CONF says.
 SYSTEM_CONF = Path("/etc/slurm/slurm.conf")
 MARK = "# written by compilebench's tests"
@@ -34,11 +35,19 @@ def missing() -> str | None:
     return None
 
 
+def _munge_answers() -> bool:
+    try:
+        return subprocess.run(["munge", "-n"], capture_output=True, timeout=10).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
 def _node_line() -> str:
     described = subprocess.run(["slurmd", "-C"], capture_output=True, text=True, timeout=30, check=True).stdout
     line = next(line for line in described.splitlines() if line.startswith("NodeName="))
     fields = dict(field.split("=", 1) for field in line.split())
     fields["RealMemory"] = str(int(fields["RealMemory"]) - 1024)  # leave the OS some room
+    fields["NodeAddr"] = "127.0.0.1"  # no name lookup between the daemons and the commands
     return " ".join(f"{k}={v}" for k, v in fields.items()) + " State=UNKNOWN"
 
 
@@ -59,7 +68,7 @@ class Cluster:
         self.conf.write_text(f"""\
 {MARK}
 ClusterName=compilebench-test
-SlurmctldHost={host}
+SlurmctldHost={host}(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -87,22 +96,32 @@ PartitionName=gpu Nodes={node_name} MaxTime=INFINITE State=UP
     def start(self) -> None:
         self.write_conf()
         subprocess.run(["install", "-d", "-o", "munge", "-g", "munge", "/run/munge"], check=True, timeout=30)
-        munge_pid = Path("/run/munge/munged.pid")
-        if not munge_pid.exists():
-            subprocess.run(["runuser", "-u", "munge", "--", "munged"], check=True, timeout=30)
-            self.pid_files.append(munge_pid)
+        if not _munge_answers():
+            # A munged killed with its machine leaves its PID file behind: one that does not answer is started anew.
+            MUNGE_PID.unlink(missing_ok=True)
+            subprocess.run(["runuser", "-u", "munge", "--", "munged", "--force"], check=True, timeout=30)
+            self.pid_files.append(MUNGE_PID)
+            if not _munge_answers():
+                raise RuntimeError("munged started but does not answer `munge -n`")
         for daemon in ("slurmctld", "slurmd"):
             subprocess.run([daemon, "-f", str(self.conf)], check=True, timeout=60)
             self.pid_files.append(self.folder / f"{daemon}.pid")
-        deadline = time.monotonic() + 180  # a busy machine brings the node up slowly
+        deadline = time.monotonic() + 240  # a busy machine brings the controller and the node up slowly
+        state: list[str] | str = "nothing yet"
         while time.monotonic() < deadline:
-            state = subprocess.run(
-                ["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=30
-            ).stdout.split()
+            try:
+                state = subprocess.run(
+                    ["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=30
+                ).stdout.split()
+            except subprocess.TimeoutExpired:  # the controller is not answering yet
+                state = "no answer within 30 s"
+                continue
             if state and all(s == "idle" for s in state):
                 return
             time.sleep(1)
-        raise RuntimeError(f"SLURM did not come up: sinfo says {state}; see {self.folder}/log")
+        log = self.folder / "log" / "slurmctld.log"
+        tail = "".join(log.read_text().splitlines(keepends=True)[-20:]) if log.exists() else "(no log)"
+        raise RuntimeError(f"SLURM did not come up: sinfo says {state}; slurmctld.log ends:\n{tail}")
 
     def stop(self) -> None:
         for pid_file in reversed(self.pid_files):
