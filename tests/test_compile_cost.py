@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
 from helpers import TINY_MODELS, tiny_config
 
-from compilebench import cli, jobs
+from compilebench import cli, jobs, runner
 from compilebench import config as configuration
 from compilebench.records import COMPILE_PHASES
 
@@ -39,6 +41,16 @@ def test_a_warm_start_reads_the_caches_the_cold_compile_wrote_and_is_far_quicker
     assert cold_and_warm["compile_warm_s"] == warm["first_call_s"]
     assert cold_and_warm["compile_warm_s"] < 0.5 * cold_and_warm["compile_s"]
     assert psutil.Process().children(recursive=True) == []
+
+
+def test_the_cpu_probe_is_a_phase_of_its_own_kept_for_later_processes_and_not_in_the_cold_compile(cold_and_warm):
+    preparation = cold_and_warm["preparation"]
+    assert preparation["isa_probe_s"] >= 0 and cold_and_warm["compile_s"] == preparation["first_call_s"]
+    assert any(Path(runner.machine_probe_folder()).rglob("*.so.load_ok"))  # its answer, for the next process
+    caches = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    with runner.inductor_caches("/nowhere"):
+        assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == "/nowhere"
+    assert os.environ.get("TORCHINDUCTOR_CACHE_DIR") == caches
 
 
 def test_a_start_from_the_cache_bundle_loads_it_into_empty_caches(cold_and_warm):

@@ -51,7 +51,7 @@ def _start(request: StartRequest, entered_at: float) -> dict:
     path = request.path
     exp = eager_experiment(request.exp) if path == "eager" else request.exp
     torch_obstacle(path)
-    isa_probe_s = probe_cpu_isa(exp.device) if path != "eager" else 0.0
+    isa_probe_s = runner.probe_cpu_isa(exp.device).get("isa_probe_s", 0.0) if path != "eager" else 0.0
     probed_at = time.monotonic()
     load_s, bundle_loaded = 0.0, None
     if path == "artifacts":
@@ -111,19 +111,6 @@ def _start(request: StartRequest, entered_at: float) -> dict:
         "settings_effect": effect,
         "bundle_loaded": bundle_loaded,
     }
-
-
-def probe_cpu_isa(device: str) -> float:
-    """Seconds inductor takes to find which vector instructions this CPU runs, which every CPU compile and every
-    package load needs first: it compiles small test programs into its cache folder (a folder that has them skips
-    this). Done here, the time is its own part, not hidden in a load or a first call; 0 on a GPU."""
-    if device != "cpu":
-        return 0.0
-    from torch._inductor import cpu_vec_isa
-
-    begin = time.monotonic()
-    cpu_vec_isa.pick_vec_isa()
-    return time.monotonic() - begin
 
 
 def eager_experiment(exp: Experiment) -> Experiment:

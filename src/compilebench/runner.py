@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -164,8 +165,9 @@ def measurement(
     """The measurement, phase by phase: build, prepare, first call, warm-up and block plan, steady state and
     interleaved timing, outputs, profile, workload, then correctness against the reference."""
     with measuring_process(exp) as process:
+        probed = probe_cpu_isa(exp.device, machine_probe_folder()) if compiles_with_inductor(exp) else {}
         if exp.spec.stream:
-            return measure_stream(process)
+            return {**measure_stream(process), **probed}
         eager_alone_ms = time_eager_alone(process)
         prepared = prepare(process)
         first = first_call(process, prepared)
@@ -186,7 +188,7 @@ def measurement(
         reference = reference_outputs(exp)
     check = correctness_check(exp, process.model, outputs, reference)
     return {
-        **first.record(prepared.preparation),
+        **first.record({**prepared.preparation, **probed}),
         **plan.record(),
         **timed,
         **({"eager_alone_latency_ms": eager_alone_ms} if eager_alone_ms is not None else {}),
@@ -390,6 +392,50 @@ class Prepared:
 def names(exp: Experiment) -> tuple[str, str]:
     """The mode's and the model's names as the config spells them (a sweep point's model is the swept one)."""
     return exp.mode or "", exp.spec.sweep_of or exp.spec.stream_of or exp.model
+
+
+def compiles_with_inductor(exp: Experiment) -> bool:
+    settings = exp.mode_settings
+    return settings.kind == "export" or (settings.kind == "compile" and settings.backend == "inductor")
+
+
+def machine_probe_folder() -> str:
+    """Where a measuring process keeps inductor's CPU probe programs for every later process on this machine: in its
+    temporary folder, as inductor's own default cache, so that a cluster node never reads another node's answer."""
+    return os.path.join(tempfile.gettempdir(), f"compilebench-cpu-probe-{os.getuid()}")
+
+
+def probe_cpu_isa(device: str, folder: str | None = None) -> dict[str, float]:
+    """`isa_probe_s`: inductor finding which vector instructions this CPU runs, which every CPU compile and package
+    load needs first. It compiles small test programs into a cache folder (one that has them skips this): the
+    caches in force, or `folder`, whose answer the process keeps for its compile in the caches in force. A phase of
+    its own, so that a compile time is the model's and not a once-per-machine probe; nothing on a GPU."""
+    if device != "cpu":
+        return {}
+    from torch._inductor import cpu_vec_isa
+
+    begin = time.monotonic()
+    with inductor_caches(folder):
+        cpu_vec_isa.pick_vec_isa()  # kept for the process by torch
+    return {"isa_probe_s": time.monotonic() - begin}
+
+
+@contextmanager
+def inductor_caches(folder: str | None) -> Iterator[None]:
+    """Inductor's cache folder set to `folder` for the block (torch reads it at each write), the one in force
+    after it; no change for None."""
+    if folder is None:
+        yield
+        return
+    before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        else:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = before
 
 
 def cold_compile_s(preparation: dict[str, float], first_call_s: float) -> float:
