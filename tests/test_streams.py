@@ -78,6 +78,7 @@ def test_static_shapes_recompile_once_per_new_shape_with_the_failed_guard(stream
     assert [c["recompiled"] for c in stream["calls"]] == [False, True, True] and stream["recompiles"] == 2
     assert all("size mismatch" in c["recompile_reasons"][0] for c in stream["calls"][1:])
     assert stream["calls"][0]["compile_s"] > 0 and not stream["limit_reached"]
+    assert results["compile-default"]["preparation"]["isa_probe_s"] >= 0 and "preparation" not in results["eager"]
 
 
 @pytest.mark.slow

@@ -167,7 +167,7 @@ def measurement(
     with measuring_process(exp) as process:
         probed = probe_cpu_isa(exp.device, machine_probe_folder()) if compiles_with_inductor(exp) else {}
         if exp.spec.stream:
-            return {**measure_stream(process), **probed}
+            return {**measure_stream(process), **({"preparation": probed} if probed else {})}
         eager_alone_ms = time_eager_alone(process)
         prepared = prepare(process)
         first = first_call(process, prepared)

@@ -21,7 +21,7 @@ IDENTITY = ["hardware", "model", "mode", "task", "device", "dtype", "batch_size"
 # The model a sweep point belongs to, and the swept settings that are not identity columns already.
 SWEEP_COLUMNS = ["sweep_of", *(key for key in SWEEP_KEYS if key not in IDENTITY)]
 CEILING_DTYPES = ("float32", "bfloat16", "float16")
-PREPARATION_COLUMNS = ["first_call_s", "script_s", "export_s", "package_s", "load_s", "package_bytes"]
+PREPARATION_COLUMNS = ["isa_probe_s", "first_call_s", "script_s", "export_s", "package_s", "load_s", "package_bytes"]
 SAMPLE_KEYS = ["hardware", "model", "mode", "dtype", "batch_size", *SWEEP_COLUMNS]
 MEASURE_COLUMNS = [
     "processes",
