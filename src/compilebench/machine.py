@@ -1,8 +1,10 @@
-"""What else used the machine while a process measured: other processes' CPU time and the hypervisor's steal."""
+"""What else used the machine while a process measured: other processes' CPU time and the hypervisor's steal, and
+how much faster all of the process's threads multiply than one (the cores it could use)."""
 
 from __future__ import annotations
 
 import os
+import statistics
 import time
 
 import psutil
@@ -45,3 +47,42 @@ class Load:
             "busy_share": BUSY_SHARE,
             "busy": (others_share > BUSY_SHARE or steal_share > BUSY_SHARE) if judged else None,
         }
+
+
+PROBE_SIZE = 256  # a square matrix product of this size: about 34 MFLOP, a few ms on one core
+PROBE_S = 0.05  # each side of the probe repeats its product for at least this long
+
+
+def parallel_capacity(device: str) -> dict | None:
+    """How much faster this process's threads multiply a matrix than one thread (`parallel_speedup`): the cores it
+    can use at this moment. A core another process takes, a throttled host or a thread pool that no longer spins
+    lowers it; probed at both ends of a measuring process, it tells the machine's state from a mode's effect.
+    None on a GPU, where the host's threads do not set the speed."""
+    if device != "cpu":
+        return None
+    import torch
+
+    threads = torch.get_num_threads()
+    a = torch.randn(PROBE_SIZE, PROBE_SIZE)
+    try:
+        torch.set_num_threads(1)
+        one_ms = _median_call_ms(lambda: torch.mm(a, a))
+    finally:
+        torch.set_num_threads(threads)
+    all_ms = _median_call_ms(lambda: torch.mm(a, a))
+    return {
+        "threads": threads,
+        "one_thread_ms": one_ms,
+        "all_threads_ms": all_ms,
+        "parallel_speedup": one_ms / all_ms,
+    }
+
+
+def _median_call_ms(call) -> float:
+    call()  # the first call sets up the kernel and its threads
+    times, begin = [], time.perf_counter()
+    while time.perf_counter() - begin < PROBE_S or len(times) < 5:
+        start = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)

@@ -86,7 +86,8 @@ class _Measured(ResultHeader, total=False):
     latency_ms: list[float]  # one per timed iteration (a stream: one per call of its first pass)
     eager_latency_ms: list[float]  # eager, interleaved with the mode
     interleave: dict[str, Any]  # timing.BlockPlan.record: the block lengths used
-    machine: dict[str, Any]  # machine.Load: what else used the machine while the process measured
+    machine: dict[str, Any]  # machine.Load: what else used the machine while the process measured; on a CPU
+    # `capacity`: machine.parallel_capacity before eager is first timed and after the interleaved timing
     memory: dict[str, Any]
     correctness: dict[str, Any]
     compiler: dict[str, Any]  # TorchDynamo counters

@@ -18,7 +18,7 @@ from .dynamo_counters import CompilerHealth
 from .errors import Unsupported
 from .experiment import Experiment, ModelSpec
 from .generation import Generation, GreedyGenerator
-from .machine import Load
+from .machine import Load, parallel_capacity
 from .memory import PeakMemory, device_free_bytes
 from .models import BuiltModel, build, estimated_activation_bytes, parameter_bytes
 from .records import error_info, now, result_header
@@ -162,12 +162,14 @@ def measuring_process(exp: Experiment) -> Iterator[Process]:
 def measurement(
     exp: Experiment, reference: dict | None = None, cache_artifacts: str | None = None, with_profile: bool = True
 ) -> dict:
-    """The measurement, phase by phase: build, prepare, first call, warm-up and block plan, steady state and
-    interleaved timing, outputs, profile, workload, then correctness against the reference."""
+    """The measurement, phase by phase: build, CPU probe, the machine's parallel capacity, eager alone, prepare,
+    first call, warm-up and block plan, steady state and interleaved timing, capacity again, outputs, profile,
+    workload, then correctness against the reference."""
     with measuring_process(exp) as process:
         probed = probe_cpu_isa(exp.device, machine_probe_folder()) if compiles_with_inductor(exp) else {}
         if exp.spec.stream:
             return {**measure_stream(process), **({"preparation": probed} if probed else {})}
+        capacity_before = parallel_capacity(exp.device)
         eager_alone_ms = time_eager_alone(process)
         prepared = prepare(process)
         first = first_call(process, prepared)
@@ -177,6 +179,8 @@ def measurement(
         plan = warm_up(process, prepared)
         timed = time_interleaved(process, prepared, plan)
         machine = load.report()
+        if capacity_before is not None:
+            machine["capacity"] = {"before": capacity_before, "after": parallel_capacity(exp.device)}
         if machine["busy"] is True:
             log.warning("other work used the machine while this process measured: %s", machine)
         outputs = final_outputs(prepared)
