@@ -260,6 +260,15 @@ def test_an_experiments_processes_run_in_rounds_and_their_records_are_kept(finis
         ratio = result["noise"] if mode == "eager" else result["speedup"]
         assert ratio["interval"] == "two-level" and ratio["processes"] == 2 and result["processes_notes"] == []
         assert ("eager_alone" in result) == (mode != "eager")  # over both processes, each timing eager alone first
+        for process in result["processes"]:  # the machine's state at both ends of each process
+            capacity = process["machine"]["capacity"]
+            assert all(capacity[end]["threads"] >= 1 and capacity[end]["parallel_speedup"] > 0 for end in capacity)
+            assert set(capacity) == {"before", "after"}
+    key, tables = ("cpu", "llama", "compile-default"), project / "results" / "tables"
+    runs = pd.read_csv(tables / "runs.csv").set_index(["hardware", "model", "mode"])
+    assert runs.loc[key, ["parallel_speedup_before", "parallel_speedup_after"]].gt(0).all()
+    speedups = pd.read_csv(tables / "speedups.csv").set_index(["hardware", "model", "mode"])
+    assert speedups.loc[key, ["parallel_speedup", "eager_job_parallel_speedup"]].gt(0).all()
     assert json.loads((project / "results" / "runs" / "cpu" / "llama" / "compile-default.json").read_text())[
         "compile_warm_samples_s"
     ]

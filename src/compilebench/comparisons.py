@@ -41,6 +41,7 @@ from .stats import (  # noqa: F401  (the estimators, as comparisons' readers nam
     unpaired,
     verdict,
 )
+from .thresholds import CAPACITY_SHIFT
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,6 +61,28 @@ def said(verdict_word: str | None, unstable: bool | None) -> str | None:
 def busy(result: dict) -> bool:
     """Whether any of a result's processes measured on a machine that other work kept busy beyond `BUSY_SHARE`."""
     return any((p.get("machine") or {}).get("busy") is True for p in result.get("processes") or [result])
+
+
+def parallel_capacity(result: dict) -> dict | None:
+    """A result's parallel speedups (`machine.parallel_capacity`): the median over its processes of each probe, before
+    eager was first timed and after the interleaved timing, over both (`overall`), and whether the two ends differ
+    by more than `CAPACITY_SHIFT` (`shifted`); None for a result measured without the probes."""
+    probes = [(p.get("machine") or {}).get("capacity") for p in result.get("processes") or []]
+    if not probes or None in probes:
+        return None
+    before = float(np.median([c["before"]["parallel_speedup"] for c in probes]))
+    after = float(np.median([c["after"]["parallel_speedup"] for c in probes]))
+    return {
+        "before": before,
+        "after": after,
+        "overall": float(np.median([c[end]["parallel_speedup"] for c in probes for end in ("before", "after")])),
+        "shifted": capacity_differs(before, after),
+    }
+
+
+def capacity_differs(a: float, b: float) -> bool:
+    """Whether two parallel speedups tell two states of the machine apart."""
+    return max(a, b) / min(a, b) > 1 + CAPACITY_SHIFT
 
 
 def unstable_experiments(results: dict[tuple[str, str, str], dict], threshold: float) -> set[tuple[str, str, str]]:

@@ -138,7 +138,9 @@ def _latency_samples(src: Sources) -> pd.DataFrame:
     (``against_noise``: faster, slower, same or unclear, the band of same widened to the floor's half-width),
     ``unstable``, ``detectable_change``, the ratio of the eager job's median to the mode job's median beside it,
     and eager as timed beside the mode against the eager job's (``eager_job_ratio``, with its interval and
-    ``eager_job_flagged``: the speedup's eager is not the eager a user who runs eager alone sees).""",
+    ``eager_job_flagged``: the speedup's eager is not the eager a user who runs eager alone sees), and the
+    machine's parallel speedup (all threads over one on a matrix product) in the mode's processes and in the eager
+    job's (``parallel_speedup``, ``eager_job_parallel_speedup``): the machine's state in each.""",
 )
 def _speedups(src: Sources) -> pd.DataFrame:
     return tables.speedups(src.runs, src.settings["threshold"], src.results)

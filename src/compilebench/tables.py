@@ -54,6 +54,16 @@ def _alone_check_columns(key: str, result: dict) -> dict:
     }
 
 
+def capacity_columns(result: dict) -> dict:
+    """The machine's parallel speedup at both ends of the result's processes (`comparisons.parallel_capacity`)."""
+    capacity = comparisons.parallel_capacity(result) or {}
+    return {
+        "parallel_speedup_before": capacity.get("before"),
+        "parallel_speedup_after": capacity.get("after"),
+        "capacity_shifted": capacity.get("shifted"),
+    }
+
+
 def _run_row(result: dict, path: str) -> dict:
     stats = result.get("stats", {})
     speedup = result.get("speedup", {})
@@ -120,6 +130,7 @@ def _run_row(result: dict, path: str) -> dict:
         "machine_others_share": max(
             ((p.get("machine") or {}).get("others_share") or 0.0 for p in result.get("processes") or []), default=None
         ),
+        **capacity_columns(result),
         "noise_ratio": noise.get("ratio"),
         "noise_ci95_low": noise_ci[0],
         "noise_ci95_high": noise_ci[1],
@@ -492,7 +503,8 @@ def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, results: 
     beside = eager_beside(results)
     for key, column in (("median_ms", "eager_beside_median_ms"), ("value", "eager_job_ratio"),
                         ("low", "eager_job_ratio_ci95_low"), ("high", "eager_job_ratio_ci95_high"),
-                        ("flagged", "eager_job_flagged")):  # fmt: skip
+                        ("flagged", "eager_job_flagged"), ("capacity", "parallel_speedup"),
+                        ("job_capacity", "eager_job_parallel_speedup")):  # fmt: skip
         modes[column] = [beside.get(k, {}).get(key) for k in zip(modes["hardware"], modes["model"], modes["mode"])]
     for end in ("low", "high"):
         modes[f"noise_ci95_{end}"] = [ok_eager[f"noise_ci95_{end}"].get(key) for key in keys]
@@ -535,6 +547,8 @@ def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, results: 
         "eager_job_ratio_ci95_low",
         "eager_job_ratio_ci95_high",
         "eager_job_flagged",
+        "parallel_speedup",
+        "eager_job_parallel_speedup",
         "compile_s",
         "correct",
     ]
@@ -542,8 +556,9 @@ def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, results: 
 
 
 def eager_beside(results: list[dict]) -> dict[tuple[str, str, str], dict]:
-    """Per ok mode result with interleaved eager samples: eager's median beside it, and that eager against the
-    eager job's (`stats.eager_job_ratio`)."""
+    """Per ok mode result with interleaved eager samples: eager's median beside it, that eager against the eager
+    job's (`stats.eager_job_ratio`), and the machine's parallel speedup in the mode's processes and in the eager
+    job's (`comparisons.parallel_capacity`; None without probes)."""
     eager = {(r["hardware"], r["model"]): r for r in results if r["mode"] == "eager" and r["status"] == "ok"}
     out = {}
     for result in results:
@@ -557,6 +572,8 @@ def eager_beside(results: list[dict]) -> dict[tuple[str, str, str], dict]:
             "low": ratio["ci95"][0],
             "high": ratio["ci95"][1],
             "flagged": ratio["flagged"],
+            "capacity": (comparisons.parallel_capacity(result) or {}).get("overall"),
+            "job_capacity": (comparisons.parallel_capacity(job) or {}).get("overall"),
         }
     return out
 

@@ -9,3 +9,7 @@ FLOAT64_TOL = 1e-5
 # Beyond this share of the machine's CPU time used by other processes (or taken by the hypervisor as steal) while
 # a process measured, its measurement is not a fair one.
 BUSY_SHARE = 0.25
+
+# A machine's parallel speedup (machine.parallel_capacity) that moved by more than this share between two probes
+# means the machine's state moved between them.
+CAPACITY_SHIFT = 0.10
