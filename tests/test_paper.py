@@ -297,6 +297,26 @@ def test_eager_slowed_beside_its_mode_is_marked_in_table_1_and_named_in_the_find
     assert finding.startswith("On cpu, resnet in jit is flagged: eager interleaved with the mode ran 1.12×")
 
 
+@pytest.mark.parametrize(
+    ("after", "said"),
+    [
+        (1.40, "moved within its processes (1.75× before eager was first timed, 1.40× after the interleaved timing): "
+               "the machine's state is the likelier cause."),
+        (1.70, "held at both ends of its processes (1.75×, 1.70×)."),
+    ],
+)  # fmt: skip
+def test_an_eager_alone_flag_says_whether_the_machines_parallel_speedup_moved(paper_inputs, after, said):
+    runs = pd.read_csv(paper_inputs[0]["runs"]).set_index(["hardware", "model", "mode"])
+    assert runs["parallel_speedup_before"].isna().all()  # the synthetic results carry no probes: nothing is said
+    unsaid = next(f for f in paper.fidelity_findings(runs.reset_index()) if "eager timed alone" in f)
+    assert "parallel speedup" not in unsaid
+    runs.loc[EAGER_ALONE_FLAGGED, ["parallel_speedup_before", "parallel_speedup_after"]] = [1.75, after]
+    runs["capacity_shifted"] = runs["capacity_shifted"].astype(object)
+    runs.loc[EAGER_ALONE_FLAGGED, "capacity_shifted"] = after < 1.5
+    finding = next(f for f in paper.fidelity_findings(runs.reset_index()) if "eager timed alone" in f)
+    assert finding.endswith("The machine's parallel speedup " + said)
+
+
 def test_a_model_the_memory_guard_could_not_estimate_is_named_with_why(paper_inputs, tmp_path):
     tabs, figs, envs = paper_inputs
     html = render(tabs, figs, envs, validated())

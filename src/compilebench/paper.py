@@ -15,13 +15,13 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup, escape
 
 from .assets import sha256_of
-from .comparisons import said
+from .comparisons import capacity_differs, said
 from .config import measure_settings
 from .layout import ASSETS_DIR, FIGURE_NAMES, REPORT_OUT
 from .modes import ordered
 from .results import atomic_write, read_json
 from .tables import unbacked_fast_math
-from .thresholds import BUSY_SHARE, COSINE_MIN, FLOAT32_REL_TOL, FLOAT64_MULTIPLIER, FLOAT64_TOL
+from .thresholds import BUSY_SHARE, CAPACITY_SHIFT, COSINE_MIN, FLOAT32_REL_TOL, FLOAT64_MULTIPLIER, FLOAT64_TOL
 
 
 def _interval(low, high) -> str:
@@ -164,7 +164,7 @@ def fidelity_findings(runs: pd.DataFrame) -> list[str]:
                 f"alone in the same process before the mode was built "
                 f"({_interval(row['eager_alone_ci95_low'], row['eager_alone_ci95_high'])}): the mode's presence or the "
                 "machine's state between the two moved eager, and only the interleaved speedup sets both sides "
-                "against each other at the same moments."
+                "against each other at the same moments." + _capacity_within(row)
             )
         if row.get("settings_took_effect") is False:
             findings.append(
@@ -180,9 +180,35 @@ def eager_job_findings(speedups: pd.DataFrame) -> list[str]:
         f"On {row['hardware']}, eager beside {row['model']} in {row['mode']} ran {row['eager_job_ratio']:.2f}× the "
         f"eager job's median ({_interval(row['eager_job_ratio_ci95_low'], row['eager_job_ratio_ci95_high'])}), so "
         f"its speedup of {_times(row['speedup'])} is not what a user who runs one or the other sees: set against the "
-        f"eager job, it is {_times(row['cross_job_speedup'])}."
+        f"eager job, it is {_times(row['cross_job_speedup'])}." + _capacity_across(row)
         for row in _records(flagged)
     ]
+
+
+def _capacity_within(row: dict) -> str:
+    """What the machine's parallel speedup at both ends of the mode's processes says of an eager-alone flag."""
+    before, after = row.get("parallel_speedup_before"), row.get("parallel_speedup_after")
+    if _nan(before) or _nan(after):
+        return ""
+    if row.get("capacity_shifted") is True:
+        return (
+            f" The machine's parallel speedup moved within its processes ({before:.2f}× before eager was first timed, "
+            f"{after:.2f}× after the interleaved timing): the machine's state is the likelier cause."
+        )
+    return f" The machine's parallel speedup held at both ends of its processes ({before:.2f}×, {after:.2f}×)."
+
+
+def _capacity_across(row: dict) -> str:
+    """What the machine's parallel speedup in the mode's and the eager job's processes says of an eager-job flag."""
+    mode, job = row.get("parallel_speedup"), row.get("eager_job_parallel_speedup")
+    if _nan(mode) or _nan(job):
+        return ""
+    if capacity_differs(mode, job):
+        return (
+            f" The machine gave a parallel speedup of {mode:.2f}× in the mode's processes and {job:.2f}× in the eager "
+            "job's: the machine's state differed between the two jobs."
+        )
+    return f" The machine's parallel speedup was alike in both jobs ({mode:.2f}×, {job:.2f}×)."
 
 
 def instability_findings(speedups: pd.DataFrame) -> list[str]:
@@ -679,6 +705,7 @@ def context(
         "costs": _records(hardware_costs.dropna(subset=["cost_per_million"])),
         "dtypes": sorted(runs["dtype"].dropna().unique()),
         "cosine_min": COSINE_MIN,
+        "capacity_shift": CAPACITY_SHIFT,
         "float32_rel_tol": FLOAT32_REL_TOL,
         "float64_multiplier": FLOAT64_MULTIPLIER,
         "float64_tol": FLOAT64_TOL,
