@@ -18,7 +18,9 @@ With `--separate`, the plain side is the measurement a user makes when choosing 
 `--processes` fresh processes and the mode alone in as many others, never both in one process; its
 speedup is the ratio of the two sides' medians, with a 95% interval over the processes. It is set
 against compilebench's in-process speedup and against its cross-job ratio (the eager job's median
-over the mode job's), each from `--processes` benchmark jobs of each.
+over the mode job's), each from `--processes` benchmark jobs of each. Each plain process probes the
+machine's parallel speedup (compilebench.machine.parallel_capacity) at its start and end; their span per
+side tells a machine that changed state between the sides' processes from a mode's effect.
 
 By default: the default config's resnet18 in every mode but eager, vit-tiny's sweep points and the
 text generator (one sample is one greedy generation of its new tokens with a static KV cache, the
@@ -41,6 +43,7 @@ from compilebench import config as configuration
 from compilebench.cli import benchmark_job
 from compilebench.experiment import Experiment
 from compilebench.jobs import apply_hardware
+from compilebench.machine import parallel_capacity
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -126,12 +129,14 @@ def _plain_mode(torch, model, inputs: tuple, settings: dict):
 
 def plain_side(exp: dict, side: str) -> dict:
     """One side alone in this process, eager or the mode, as a user who runs only that one times it: every call's
-    milliseconds."""
+    milliseconds, and the machine's parallel speedup before and after (the machine's state the side met)."""
     torch, settings, model, inputs, call = _plain_setup(exp)
+    before = parallel_capacity("cpu")["parallel_speedup"]
     with torch.no_grad():
         fn = call(model if side == "eager" else _plain_mode(torch, model, inputs, settings))
         fn()
-        return {"samples_ms": _samples_ms(fn, exp["measure"]["warmup"])}
+        samples = _samples_ms(fn, exp["measure"]["warmup"])
+    return {"samples_ms": samples, "parallel_speedup": [before, parallel_capacity("cpu")["parallel_speedup"]]}
 
 
 def _inductor_options(settings: dict) -> dict:
@@ -263,9 +268,12 @@ def separate(config: dict, args: argparse.Namespace) -> None:
             eager_exp = configuration.experiment(config, exp.model, "eager", args.hardware)
             eager_exp = eager_exp.replace(measure=exp.measure)
             eager, mode, inside, jobs_eager, jobs_mode, alone = [], [], [], [], [], []
+            capacity = {"eager": [], "mode": []}
             for _ in range(args.processes):  # alternated, so that drift hits every side alike
-                eager.append(in_fresh_process(exp, "eager")["samples_ms"])
-                mode.append(in_fresh_process(exp, "mode")["samples_ms"])
+                for side, samples in (("eager", eager), ("mode", mode)):
+                    measured = in_fresh_process(exp, side)
+                    samples.append(measured["samples_ms"])
+                    capacity[side] += measured["parallel_speedup"]
                 ours = benchmark_job(exp, Path(tmp) / "mode.json")
                 job = benchmark_job(eager_exp, Path(tmp) / "eager.json")
                 inside.append(ours["speedup"]["value"])
@@ -284,6 +292,8 @@ def separate(config: dict, args: argparse.Namespace) -> None:
                 f"eager-alone {eager_first / plain:.3f}",
                 flush=True,
             )
+            spans = "; ".join(f"{side} {min(v):.2f}-{max(v):.2f}x" for side, v in capacity.items())
+            print(f"{'':34} the machine's parallel speedup in the plain processes: {spans}", flush=True)
 
 
 if __name__ == "__main__":
