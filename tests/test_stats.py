@@ -53,3 +53,17 @@ def test_a_result_whose_interleaved_median_left_its_steady_state_is_flagged():
     # A real but small difference (2%) and a null one are both within tolerance.
     assert not stats.steady_state([list(rng.normal(10.2, 0.2, 200))], [alone])["flagged"]
     assert not stats.steady_state([list(rng.normal(10.0, 0.2, 200))], [alone])["flagged"]
+
+
+def test_eager_alone_is_one_moment_of_the_machine_and_flagged_only_beyond_how_its_moments_differ():
+    rng = np.random.default_rng(3)
+    alone = list(rng.normal(10.0, 0.1, 30))  # one stretch of 0.3 s, at one level of the machine
+    levels = rng.choice([9.4, 10.0, 10.6], size=10)  # the machine moving between the interleaved blocks' moments
+    drifting = np.concatenate([rng.normal(level * 1.05, 0.1, 20) for level in levels])
+    said = stats.eager_alone([stats.Timed(drifting, 20)], [alone], seed=4)
+    assert said["ratio"] == pytest.approx(1.05, abs=0.04) and said["ci95"][0] < 1 < said["ci95"][1]
+    assert not said["flagged"] and "against one moment" in said["interval"]
+    assert stats.steady_state([list(drifting)], [alone])["flagged"]  # as if 30 calls in a row were 30 moments
+    steady = np.concatenate([rng.normal(level * 1.12, 0.1, 20) for level in rng.normal(1.0, 0.005, 10) * 10])
+    slowed = stats.eager_alone([stats.Timed(steady, 20)], [alone], seed=4)
+    assert slowed["flagged"] and slowed["ci95"][0] > 1.05  # the mode's presence slowed eager at every moment

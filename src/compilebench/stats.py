@@ -378,6 +378,42 @@ def steady_state(interleaved: list[list[float]], alone: list[list[float]], *, re
     }
 
 
+def eager_alone(beside: list[Timed], alone: list[list[float]], *, resamples: int = 2000, seed: int = 0) -> dict:
+    """Eager interleaved with the mode against eager timed alone before the mode was built, process by process, with
+    a 95% interval of that ratio; `flagged` as a steady state is. Eager alone is one stretch of its process, one
+    moment of the machine (about as long as an interleaved block), while the interleaved eager spans its blocks:
+    each replicate sets the alone stretch at a moment drawn from how the process's interleaved blocks differ from
+    their median, so that the machine moving between moments is not read as the mode's presence. (A block's median
+    also holds its calls' own noise: the interval errs wide.)"""
+    rng = np.random.default_rng(seed)
+    points, replicates, methods = [], [], []
+    for side, stretch in zip(beside, alone):
+        x, y = side.samples, np.asarray(stretch, dtype=float)
+        count = len(x) // side.block if side.block > 1 else 0
+        if count >= 2:
+            blocks = x[: count * side.block].reshape(count, side.block)
+            moments = np.log(np.median(blocks, axis=1) / np.median(blocks))
+            drawn = blocks[rng.integers(0, count, (resamples, count))].reshape(resamples, -1)
+            moment = moments[rng.integers(0, count, resamples)]
+            methods.append(f"block bootstrap, {count} blocks of {side.block}, against one moment of them")
+        else:  # no blocks to tell moments apart
+            drawn, moment = x[rng.integers(0, len(x), (resamples, len(x)))], 0.0
+            methods.append("bootstrap of single samples")
+        y_drawn = y[rng.integers(0, len(y), (resamples, len(y)))]
+        points.append(float(np.log(np.median(x) / np.median(y))))
+        replicates.append(np.log(np.median(drawn, axis=-1) / np.median(y_drawn, axis=-1)) - moment)
+    value, logs = _two_level(points, replicates, rng)
+    ratio = Ratio(float(np.exp(value)), logs, (len(beside), len(beside)), _method(methods))
+    return {
+        "median_ms": float(np.median(np.concatenate([np.asarray(b, float) for b in alone]))),
+        "n": sum(len(b) for b in alone),
+        "ratio": ratio.value,
+        "ci95": ratio.ci95,
+        "interval": ratio.interval,
+        "flagged": flagged(ratio),
+    }
+
+
 def slope(xs: list[float], samples: list[list[float]], *, resamples: int = 2000, seed: int = 0) -> dict:
     """The least-squares slope of `samples` (a list per x) against `xs`, with a 95% interval and how it was made:
     `bootstrap` resamples each x's own samples where every x has two or more; `t` is the fit's t interval

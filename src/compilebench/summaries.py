@@ -203,9 +203,9 @@ def interleaved_fields(processes: list[dict], measure: dict, seed: int, *, eager
     }
     if all("eager_alone" in p for p in processes):  # records measured before eager was timed alone have none
         eager_alone = [p["eager_alone"]["latency_ms"] for p in processes]
-        beside = [p["eager_latency_ms"] for p in processes]
+        beside = stats.timed(pooled, "eager_latency_ms")
         fields["eager_alone"] = {
-            **stats.steady_state(beside, eager_alone, resamples=resamples, seed=seed + 1),
+            **stats.eager_alone(beside, eager_alone, resamples=resamples, seed=seed + 1),
             "latency_ms": [x for a in eager_alone for x in a],
         }
     return fields
