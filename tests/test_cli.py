@@ -17,6 +17,7 @@ def compilebench(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_env_record_applies_hardware_settings(config_file, tmp_path):
     raw = tiny_config()
     raw["hardware"]["cpu-fastmath"] = {
@@ -36,6 +37,7 @@ def test_env_record_applies_hardware_settings(config_file, tmp_path):
     assert record["packages"]["torch"]
 
 
+@pytest.mark.slow
 def test_run_with_reference_and_env_record(config_file, tmp_path):
     path = config_file(tiny_config())
     ref, env, out = tmp_path / "ref.pt", tmp_path / "env.json", tmp_path / "run" / "r.json"

@@ -346,6 +346,7 @@ def test_processes_measured_with_another_torch_fail_the_experiment_naming_both_v
     assert same["status"] == "ok" and len(same["processes"]) == 2  # alike, they pool
 
 
+@pytest.mark.slow
 def test_a_run_beside_a_cpu_hog_per_core_is_unstable_and_compare_does_not_call_it_a_regression(finished, tmp_path):
     project, config, _ = finished
     timed = {**config, "measure": {**config["measure"], "min_time_s": 1.0, "interleave_block": 5}}
@@ -372,6 +373,7 @@ def test_a_run_beside_a_cpu_hog_per_core_is_unstable_and_compare_does_not_call_i
     assert compilebench("compare", project, out.parents[3], "--fail-on-unstable").returncode == 1
 
 
+@pytest.mark.slow
 def test_two_identical_hardware_entries_are_never_told_apart(tmp_path):
     """A within-run A/A: the same CPU under two names, each experiment in two processes, compared as the workflow's
     comparison table compares them; no verdict may call one faster or slower than the other."""

@@ -131,6 +131,7 @@ def test_a_docstring_or_comment_changes_no_fingerprint_and_code_does(tmp_path, m
         codebase._facts.cache_clear()
 
 
+@pytest.mark.slow
 def test_measuring_jobs_run_exactly_within_their_derived_code(tmp_path):
     """An environment record, a reference and a measuring process, each job's parent side and its worker's, in
     one fresh process: the compilebench modules they load lie within the code whose change reruns them, and that

@@ -83,6 +83,7 @@ def test_stacks_that_tie_are_refused_naming_each_and_a_path_that_names_none_list
         regions.find(built, "layers", "mode_definitions.c.compile.regional", "models.resnet")
 
 
+@pytest.mark.slow
 def test_a_model_without_a_repeated_stack_is_refused_in_the_mode_check_with_its_name(tmp_path):
     alexnet = {"source": "torchvision", "arch": "alexnet", "image_size": 64, "config": {"num_classes": 10}}
     exp = experiment("alexnet", "c-regional", alexnet)
@@ -98,6 +99,7 @@ def test_a_model_without_a_repeated_stack_is_refused_in_the_mode_check_with_its_
     assert record["regions"]["vit"]["path"] == "vit.layers" and read_json(out) == record
 
 
+@pytest.mark.slow
 def test_the_workflow_checks_each_model_of_a_regional_mode_before_measuring_it(tmp_path):
     from helpers import copy_project, snakemake
 
@@ -163,6 +165,7 @@ def test_the_shipped_regional_study_sweeps_depth_whole_against_regional():
     assert depths == [2, 4, 8] and config["measure"]["cold_processes"] and config["measure"]["processes"] >= 3
 
 
+@pytest.mark.slow
 def test_the_finished_run_draws_compile_time_against_depth_and_sets_regional_against_whole(finished):
     project, _, _ = finished
     tables = project / "results" / "tables"
