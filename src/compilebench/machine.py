@@ -55,8 +55,9 @@ PROBE_S = 0.05  # each side of the probe repeats its product for at least this l
 
 def parallel_capacity(device: str) -> dict | None:
     """How much faster this process's threads multiply a matrix than one thread (`parallel_speedup`): the cores it
-    can use at this moment. A core another process takes, a throttled host or a thread pool that no longer spins
-    lowers it; probed at both ends of a measuring process, it tells the machine's state from a mode's effect.
+    can use at this moment. A core the process may not use, or a host that does not run its threads together,
+    lowers it; probed at both ends of a measuring process, it tells the machine's state from a mode's effect. Not a
+    detector of other work (`Load` is): beside a spinning process it reads low in some tries and not in others.
     None on a GPU, where the host's threads do not set the speed."""
     if device != "cpu":
         return None
