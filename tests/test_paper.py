@@ -311,8 +311,6 @@ def test_an_eager_alone_flag_says_whether_the_machines_parallel_speedup_moved(pa
     unsaid = next(f for f in paper.fidelity_findings(runs.reset_index()) if "eager timed alone" in f)
     assert "parallel speedup" not in unsaid
     runs.loc[EAGER_ALONE_FLAGGED, ["parallel_speedup_before", "parallel_speedup_after"]] = [1.75, after]
-    runs["capacity_shifted"] = runs["capacity_shifted"].astype(object)
-    runs.loc[EAGER_ALONE_FLAGGED, "capacity_shifted"] = after < 1.5
     finding = next(f for f in paper.fidelity_findings(runs.reset_index()) if "eager timed alone" in f)
     assert finding.endswith("The machine's parallel speedup " + said)
 

@@ -190,7 +190,7 @@ def _capacity_within(row: dict) -> str:
     before, after = row.get("parallel_speedup_before"), row.get("parallel_speedup_after")
     if _nan(before) or _nan(after):
         return ""
-    if row.get("capacity_shifted") is True:
+    if capacity_differs(before, after):
         return (
             f" The machine's parallel speedup moved within its processes ({before:.2f}× before eager was first timed, "
             f"{after:.2f}× after the interleaved timing): the machine's state is the likelier cause."

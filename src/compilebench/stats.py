@@ -168,14 +168,19 @@ def _paired_replicates(a: Timed, b: Timed, resamples: int, rng: np.random.Genera
     return paired_replicates(a.samples, b.samples, _log_ratio, (a.block, b.block), resamples, rng)
 
 
+def _blocks(process: Timed) -> np.ndarray | None:
+    """A process's samples as its interleaved blocks (a row each), or None where it holds fewer than two."""
+    count = len(process.samples) // process.block if process.block > 1 else 0
+    return process.samples[: count * process.block].reshape(count, process.block) if count >= 2 else None
+
+
 def _side(side: list[Timed], resamples: int, rng: np.random.Generator) -> tuple[list[float], list[np.ndarray], str]:
     """Each of a side's processes: its log median, with that median's block bootstrap replicates."""
     points, replicates, methods = [], [], []
     for process in side:
-        x = process.samples
-        count = len(x) // process.block if process.block > 1 else 0
-        if count >= 2:
-            blocks = x[: count * process.block].reshape(count, process.block)
+        x, blocks = process.samples, _blocks(process)
+        if blocks is not None:
+            count = len(blocks)
             drawn = blocks[rng.integers(0, count, (resamples, count))].reshape(resamples, -1)
             methods.append(f"block bootstrap, {count} blocks of {process.block}")
         else:
@@ -388,20 +393,15 @@ def eager_alone(beside: list[Timed], alone: list[list[float]], *, resamples: int
     rng = np.random.default_rng(seed)
     points, replicates, methods = [], [], []
     for side, stretch in zip(beside, alone):
-        x, y = side.samples, np.asarray(stretch, dtype=float)
-        count = len(x) // side.block if side.block > 1 else 0
-        if count >= 2:
-            blocks = x[: count * side.block].reshape(count, side.block)
+        (x_point,), (x_logs,), method = _side([side], resamples, rng)
+        (y_point,), (y_logs,), _ = _side([Timed(np.asarray(stretch, dtype=float))], resamples, rng)
+        blocks, moments = _blocks(side), np.zeros(1)  # without blocks, no moments to tell apart
+        if blocks is not None:
             moments = np.log(np.median(blocks, axis=1) / np.median(blocks))
-            drawn = blocks[rng.integers(0, count, (resamples, count))].reshape(resamples, -1)
-            moment = moments[rng.integers(0, count, resamples)]
-            methods.append(f"block bootstrap, {count} blocks of {side.block}, against one moment of them")
-        else:  # no blocks to tell moments apart
-            drawn, moment = x[rng.integers(0, len(x), (resamples, len(x)))], 0.0
-            methods.append("bootstrap of single samples")
-        y_drawn = y[rng.integers(0, len(y), (resamples, len(y)))]
-        points.append(float(np.log(np.median(x) / np.median(y))))
-        replicates.append(np.log(np.median(drawn, axis=-1) / np.median(y_drawn, axis=-1)) - moment)
+            method += ", against one moment of them"
+        points.append(x_point - y_point)
+        replicates.append(x_logs - y_logs - moments[rng.integers(0, len(moments), resamples)])
+        methods.append(method)
     value, logs = _two_level(points, replicates, rng)
     ratio = Ratio(float(np.exp(value)), logs, (len(beside), len(beside)), _method(methods))
     return {
