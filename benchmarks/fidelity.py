@@ -20,7 +20,9 @@ speedup is the ratio of the two sides' medians, with a 95% interval over the pro
 against compilebench's in-process speedup and against its cross-job ratio (the eager job's median
 over the mode job's), each from `--processes` benchmark jobs of each. Each plain process probes the
 machine's parallel speedup (compilebench.machine.parallel_capacity) at its start and end; their span per
-side tells a machine that changed state between the sides' processes from a mode's effect.
+side tells a machine that changed state between the sides' processes from a mode's effect. Each side's page
+faults a call are printed beside compilebench's: a mode that maps memory afresh every call times the allocator's
+state too (set the allocator in the hardware entry's `env`, and both sides run with it).
 
 By default: the default config's resnet18 in every mode but eager, vit-tiny's sweep points and the
 text generator (one sample is one greedy generation of its new tokens with a static KV cache, the
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -130,13 +133,21 @@ def _plain_mode(torch, model, inputs: tuple, settings: dict):
 def plain_side(exp: dict, side: str) -> dict:
     """One side alone in this process, eager or the mode, as a user who runs only that one times it: every call's
     milliseconds, and the machine's parallel speedup before and after (the machine's state the side met)."""
+    import resource
+
     torch, settings, model, inputs, call = _plain_setup(exp)
     before = parallel_capacity("cpu")["parallel_speedup"]
     with torch.no_grad():
         fn = call(model if side == "eager" else _plain_mode(torch, model, inputs, settings))
         fn()
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         samples = _samples_ms(fn, exp["measure"]["warmup"])
-    return {"samples_ms": samples, "parallel_speedup": [before, parallel_capacity("cpu")["parallel_speedup"]]}
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    return {
+        "samples_ms": samples,
+        "parallel_speedup": [before, parallel_capacity("cpu")["parallel_speedup"]],
+        "faults_per_call": faults / (len(samples) + exp["measure"]["warmup"]),
+    }
 
 
 def _inductor_options(settings: dict) -> dict:
@@ -178,8 +189,14 @@ def compilebench_measurement(exp: Experiment, folder: Path) -> dict:
 
 
 def in_fresh_process(exp: Experiment, side: str = "both") -> dict:
+    """A plain measurement in a fresh process that starts with the hardware entry's env (the memory allocator's
+    settings among them are read as a process starts), as compilebench's jobs do."""
     done = subprocess.run(
-        [sys.executable, __file__, "--plain", side], input=json.dumps(exp.to_json()), capture_output=True, text=True
+        [sys.executable, __file__, "--plain", side],
+        input=json.dumps(exp.to_json()),
+        capture_output=True,
+        text=True,
+        env={**os.environ, **exp.hardware_env},
     )
     if done.returncode != 0:
         raise RuntimeError(f"the plain measurement of {exp.model}/{exp.mode} failed: {done.stderr[-2000:]}")
@@ -269,12 +286,15 @@ def separate(config: dict, args: argparse.Namespace) -> None:
             eager_exp = eager_exp.replace(measure=exp.measure)
             eager, mode, inside, jobs_eager, jobs_mode, alone = [], [], [], [], [], []
             capacity = {"eager": [], "mode": []}
+            faults = {"plain eager": [], "plain mode": [], "compilebench's mode": []}
             for _ in range(args.processes):  # alternated, so that drift hits every side alike
                 for side, samples in (("eager", eager), ("mode", mode)):
                     measured = in_fresh_process(exp, side)
                     samples.append(measured["samples_ms"])
                     capacity[side] += measured["parallel_speedup"]
+                    faults[f"plain {side}"].append(measured["faults_per_call"])
                 ours = benchmark_job(exp, Path(tmp) / "mode.json")
+                faults["compilebench's mode"].append((ours.get("page_faults") or {}).get("mode_per_call", math.nan))
                 job = benchmark_job(eager_exp, Path(tmp) / "eager.json")
                 inside.append(ours["speedup"]["value"])
                 jobs_mode.append(ours["stats"]["median_ms"])
@@ -294,6 +314,8 @@ def separate(config: dict, args: argparse.Namespace) -> None:
             )
             spans = "; ".join(f"{side} {min(v):.2f}-{max(v):.2f}x" for side, v in capacity.items())
             print(f"{'':34} the machine's parallel speedup in the plain processes: {spans}", flush=True)
+            counts = "; ".join(f"{side} {min(v):,.0f}-{max(v):,.0f}" for side, v in faults.items())
+            print(f"{'':34} page faults a call, over the processes: {counts}", flush=True)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,8 @@ def aa_intervals(exp: Experiment, repeats: int) -> list[dict]:
         prepared = runner.prepare(process)
         plan = runner.warm_up(process, prepared).blocks
         for repeat in range(repeats):
-            twin_ms, eager_ms, _ = timing.interleaved(prepared.eager, prepared.call, process.clock, plan=plan, **loop)
+            both = timing.interleaved(prepared.eager, prepared.call, process.clock, plan=plan, **loop)
+            twin_ms, eager_ms = both.eager_ms, both.mode_ms
             row = {"model": exp.model, "n": len(eager_ms)}
             for name, blocks in (("single", (1, 1)), ("block", (plan.eager, plan.mode))):
                 pair = (stats.Timed(np.asarray(twin_ms), blocks[0]), stats.Timed(np.asarray(eager_ms), blocks[1]))

@@ -509,3 +509,35 @@ def test_compare_gates_cold_starts_from_process_start_where_both_runs_timed_them
     assert "  cold start to first output 31 s → 46.5 s, ratio 0.667 (95% CI" in done.stdout
     row = pd.read_csv(out).set_index(["hardware", "model", "mode"]).loc[("cpu", "resnet", "compile-default")]
     assert row["compile_cold_verdict"] == "slower" and row["compile_cold_from"] == "process start to first output"
+
+
+def faulting_record(faults_per_call: list[int], rng) -> dict:
+    """A process record whose mode blocks (4 calls) took `faults_per_call` page faults a call, each thousand of
+    them a millisecond, eager's blocks none."""
+    record = process_record(1.0, 1.0, rng)
+    record["latency_ms"] = [5 + f / 1000 + rng.normal(0, 0.05) for f in faults_per_call for _ in range(4)]
+    record["page_faults"] = {
+        "mode_blocks": [[4 * f, 4] for f in faults_per_call],
+        "eager_blocks": [[0, 4]] * len(faults_per_call),
+        "mode_alone": [[30 * 3000, 30]],
+        "eager_alone": [[2, 20]],
+    }
+    return record
+
+
+def test_a_mode_whose_calls_fault_is_flagged_with_what_a_thousand_faults_cost_it():
+    rng = np.random.default_rng(5)
+    raw = tiny_config({"resnet": TINY_MODELS["resnet"]}, modes=["compile-default"])
+    raw["measure"]["processes"] = 2
+    exp = configuration.experiment(configuration.validate(raw), "resnet", "compile-default", "cpu")
+    records = [faulting_record([1000, 5000] * 5, rng), faulting_record([0, 2000] * 5, rng)]
+    faults = summaries.combine(exp, records, [])["page_faults"]
+    assert faults["mode_per_call"] == 2000 and faults["eager_per_call"] == 0 and faults["flagged"] is True
+    assert faults["mode_alone_per_call"] == 3000 and faults["eager_alone_per_call"] == 0.1
+    low, high = faults["ms_per_1000"]["ci95"]
+    assert 0.9 < low < 1.0 < high < 1.1 and faults["ms_per_1000"]["slope"] == pytest.approx(1.0, abs=0.05)
+    per_process = [p["page_faults"] for p in summaries.combine(exp, records, [])["processes"]]
+    assert per_process == [{"mode_per_call": 3000, "eager_per_call": 0}, {"mode_per_call": 1000, "eager_per_call": 0}]
+    quiet = summaries.combine(exp, [faulting_record([10, 20] * 5, rng)], [])["page_faults"]
+    assert quiet["flagged"] is False and quiet["ms_per_1000"] is None
+    assert "page_faults" not in summaries.combine(exp, [process_record(1.0, 1.0, rng)], [])  # measured before

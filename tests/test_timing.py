@@ -18,7 +18,7 @@ def test_interleaving_alternates_blocks_and_discards_each_blocks_first_calls():
     order = []
     clock = timing.Clock("cpu")
     plan = timing.BlockPlan(eager=2, mode=2, warmup=1, min_blocks=2)
-    eager, mode, blocks = timing.interleaved(
+    both = timing.interleaved(
         lambda: order.append("e"),
         lambda: order.append("m"),
         clock,
@@ -27,8 +27,9 @@ def test_interleaving_alternates_blocks_and_discards_each_blocks_first_calls():
         min_time_s=0,
         max_iterations=100,
     )
-    assert len(eager) == len(mode) == 6 and blocks == 3
+    assert len(both.eager_ms) == len(both.mode_ms) == 6 and both.blocks == 3
     assert "".join(order) == "mmmeeeeeemmmmmmeee"
+    assert [calls for _, calls in both.mode_faults] == [2, 2, 2]  # each block's faults over its kept calls
 
 
 def test_blocks_are_sized_by_time_per_side_and_need_enough_of_them():
@@ -48,11 +49,11 @@ def test_blocks_are_sized_by_time_per_side_and_need_enough_of_them():
     fixed = timing.plan_blocks(measure(interleave_block=5, max_iterations=1000), [10.0], [5.0])
     assert (fixed.eager, fixed.mode) == (5, 5)
     calls = []
-    eager, mode, blocks = timing.interleaved(
+    both = timing.interleaved(
         lambda: calls.append(1), lambda: None, timing.Clock("cpu"),
         plan=timing.BlockPlan(eager=3, mode=3, warmup=0, min_blocks=4), iterations=1, min_time_s=0, max_iterations=100,
     )  # fmt: skip
-    assert blocks == 4 and len(mode) == 12  # the count was reached in the first block; the blocks were not
+    assert both.blocks == 4 and len(both.mode_ms) == 12  # the count was reached in the first block; the blocks were not
 
 
 def test_a_timed_phase_cut_short_by_max_iterations_says_so():
@@ -66,3 +67,24 @@ def test_a_timed_phase_cut_short_by_max_iterations_says_so():
 
 def test_the_kept_calls_of_a_side_skip_each_blocks_first_calls():
     assert timing.kept(list("wwkkkwwkkk"), warmup=2, block=3) == list("kkkkkk")
+
+
+def test_each_block_counts_the_page_faults_its_kept_calls_took():
+    import numpy as np
+
+    mapped = 64 << 20  # above what glibc keeps in its heap: every call maps it afresh, and writing it faults it in
+
+    def fresh():
+        return np.ones(mapped // 8)
+
+    both = timing.interleaved(
+        lambda: None, fresh, timing.Clock("cpu"),
+        plan=timing.BlockPlan(eager=3, mode=3, warmup=1, min_blocks=2), iterations=1, min_time_s=0, max_iterations=6,
+    )  # fmt: skip
+    at_least = 3 * mapped // (2 << 20)  # a fault maps at most a 2 MiB huge page: this many, whatever the kernel does
+    assert [calls for _, calls in both.mode_faults] == [3, 3]
+    assert all(faults >= at_least for faults, _ in both.mode_faults)
+    assert all(faults < 3 for faults, _ in both.eager_faults)
+    samples, (faults, calls) = timing.alone(fresh, timing.Clock("cpu"), warmup=1, iterations=2, min_time_s=0,
+                                            max_iterations=2)  # fmt: skip
+    assert len(samples) == calls == 2 and faults >= 2 * mapped // (2 << 20)

@@ -265,11 +265,23 @@ def test_an_experiments_processes_run_in_rounds_and_their_records_are_kept(finis
             threads = result["environment"]["ran_on"]["threads"]  # the threads the process measured with
             assert set(capacity) == {"before", "after"}
             assert all(probe["threads"] == threads and probe["parallel_speedup"] > 0 for probe in capacity.values())
+            assert set(process["page_faults"]) == {"mode_per_call", "eager_per_call"}
+    for k in (1, 2):  # every timed stretch's page faults, raw: [faults, calls] of each block's kept calls
+        record = json.loads((project / "results" / "processes" / "cpu" / "llama" / "compile-default" / f"{k}.json")
+                            .read_text())  # fmt: skip
+        faults, blocks = record["page_faults"], record["interleave"]
+        assert [calls for _, calls in faults["mode_blocks"]] == [blocks["mode_block"]] * blocks["blocks"]
+        assert [calls for _, calls in faults["eager_blocks"]] == [blocks["eager_block"]] * blocks["blocks"]
+        assert sum(calls for _, calls in faults["mode_alone"]) == len(record["alone_latency_ms"])
+        assert faults["eager_alone"] == [[faults["eager_alone"][0][0], len(record["eager_alone_latency_ms"])]]
+        assert all(count >= 0 for stretch in faults.values() for count, _ in stretch)
     key, tables = ("cpu", "llama", "compile-default"), project / "results" / "tables"
     runs = pd.read_csv(tables / "runs.csv").set_index(["hardware", "model", "mode"])
     assert runs.loc[key, ["parallel_speedup_before", "parallel_speedup_after"]].gt(0).all()
     speedups = pd.read_csv(tables / "speedups.csv").set_index(["hardware", "model", "mode"])
     assert speedups.loc[key, ["parallel_speedup", "eager_job_parallel_speedup"]].gt(0).all()
+    assert runs.loc[key, ["mode_faults_per_call", "eager_faults_per_call"]].ge(0).all()
+    assert runs.loc[key, "faults_flagged"] == (runs.loc[key, "mode_faults_per_call"] >= 256)
     assert json.loads((project / "results" / "runs" / "cpu" / "llama" / "compile-default.json").read_text())[
         "compile_warm_samples_s"
     ]

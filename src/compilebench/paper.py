@@ -21,7 +21,15 @@ from .layout import ASSETS_DIR, FIGURE_NAMES, REPORT_OUT
 from .modes import ordered
 from .results import atomic_write, read_json
 from .tables import unbacked_fast_math
-from .thresholds import BUSY_SHARE, CAPACITY_SHIFT, COSINE_MIN, FLOAT32_REL_TOL, FLOAT64_MULTIPLIER, FLOAT64_TOL
+from .thresholds import (
+    BUSY_SHARE,
+    CAPACITY_SHIFT,
+    COSINE_MIN,
+    FAULTS_PER_CALL,
+    FLOAT32_REL_TOL,
+    FLOAT64_MULTIPLIER,
+    FLOAT64_TOL,
+)
 
 
 def _interval(low, high) -> str:
@@ -148,7 +156,8 @@ def _compile_effect(row: dict) -> str:
 def fidelity_findings(runs: pd.DataFrame) -> list[str]:
     """Every result whose own checks say it may not show the mode as its users run it: interleaving with eager
     changed the mode's median (the steady-state check), the mode's presence changed eager's (the eager-alone
-    check), or a setting did not take effect in what inductor made."""
+    check), its calls mapped memory afresh (the page-fault check), or a setting did not take effect in what inductor
+    made."""
     findings = []
     for row in _records(runs[runs["status"] == "ok"]):
         name = f"On {row['hardware']}, {row['model']} in {row['mode']}"
@@ -166,11 +175,32 @@ def fidelity_findings(runs: pd.DataFrame) -> list[str]:
                 "machine's state between the two moved eager, and only the interleaved speedup sets both sides "
                 "against each other at the same moments." + _capacity_within(row)
             )
+        if row.get("faults_flagged") is True:
+            findings.append(_faulting(name, row))
         if row.get("settings_took_effect") is False:
             findings.append(
                 f"{name}: a setting did not take effect in what inductor produced ({row['settings_effect']})."
             )
     return findings
+
+
+def _faulting(name: str, row: dict) -> str:
+    """A mode whose calls map memory afresh: how often, what it cost, and how to time it without."""
+    faults, eager = row["mode_faults_per_call"], row["eager_faults_per_call"]
+    cost = row.get("ms_per_1000_faults")
+    costed = (
+        f" Here each thousand faults a call cost {cost:.2g} ms "
+        f"({_interval(row['ms_per_1000_faults_ci95_low'], row['ms_per_1000_faults_ci95_high'])}), block by block."
+        if not _nan(cost) and (row.get("ms_per_1000_faults_ci95_low") or 0) > 0  # a cost its blocks could tell
+        else ""
+    )
+    return (
+        f"{name} took {faults:,.0f} page faults a call (eager beside it: {eager:,.0f}): each call maps memory afresh "
+        "that the previous call gave back, so its time holds the state of the process's memory allocator, "
+        f"which differs between processes and moments.{costed} To time the mode without it, set the allocator in the "
+        "hardware entry's `env` (glibc: `MALLOC_MMAP_MAX_: 0` and a large `MALLOC_TRIM_THRESHOLD_`; or `LD_PRELOAD` "
+        "of jemalloc or tcmalloc)."
+    )
 
 
 def eager_job_findings(speedups: pd.DataFrame) -> list[str]:
@@ -706,6 +736,7 @@ def context(
         "dtypes": sorted(runs["dtype"].dropna().unique()),
         "cosine_min": COSINE_MIN,
         "capacity_shift": CAPACITY_SHIFT,
+        "faults_per_call": FAULTS_PER_CALL,
         "float32_rel_tol": FLOAT32_REL_TOL,
         "float64_multiplier": FLOAT64_MULTIPLIER,
         "float64_tol": FLOAT64_TOL,

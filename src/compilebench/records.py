@@ -89,6 +89,9 @@ class _Measured(ResultHeader, total=False):
     machine: dict[str, Any]  # machine.Load: what else used the machine while the process measured; on a CPU
     # `capacity`: machine.parallel_capacity before eager is first timed and after the interleaved timing
     memory: dict[str, Any]
+    # a process record: [page faults, calls] over each timed stretch (`mode_blocks`, `eager_blocks`, `mode_alone`,
+    # `eager_alone`); a result: `summaries.page_faults`, per call
+    page_faults: dict[str, Any]
     correctness: dict[str, Any]
     compiler: dict[str, Any]  # TorchDynamo counters
     workload: dict[str, Any]

@@ -170,7 +170,7 @@ def measurement(
         if exp.spec.stream:
             return {**measure_stream(process), **({"preparation": probed} if probed else {})}
         capacity_before = parallel_capacity(exp.device)
-        eager_alone_ms = time_eager_alone(process)
+        eager_alone = time_eager_alone(process)
         prepared = prepare(process)
         first = first_call(process, prepared)
         if cache_artifacts:
@@ -178,6 +178,9 @@ def measurement(
         load = Load()
         plan = warm_up(process, prepared)
         timed = time_interleaved(process, prepared, plan)
+        if eager_alone is not None:
+            timed["eager_alone_latency_ms"] = eager_alone[0]
+            timed["page_faults"]["eager_alone"] = [eager_alone[1]]
         machine = load.report()
         if capacity_before is not None:
             machine["capacity"] = {"before": capacity_before, "after": parallel_capacity(exp.device)}
@@ -195,7 +198,6 @@ def measurement(
         **first.record({**prepared.preparation, **probed}),
         **plan.record(),
         **timed,
-        **({"eager_alone_latency_ms": eager_alone_ms} if eager_alone_ms is not None else {}),
         **seen,
         "machine": machine,
         "correctness": check,
@@ -227,9 +229,10 @@ class FirstCall:
         }
 
 
-def time_eager_alone(process: Process) -> list[float] | None:
+def time_eager_alone(process: Process) -> tuple[list[float], list[int]] | None:
     """Eager timed alone before the mode is built (nothing compiled, quantized or traced yet in this process), as a
-    user who runs only eager runs it, for as long as one half of the mode's own steady state; None for eager."""
+    user who runs only eager runs it, for as long as one half of the mode's own steady state, and its [page faults,
+    calls]; None for eager."""
     exp = process.exp
     if exp.mode == "eager":
         return None
@@ -288,22 +291,27 @@ def time_interleaved(process: Process, prepared: Prepared, plan: Plan) -> dict:
     alone = exp.mode != "eager"
     steady = {**loop, "min_time_s": measure.steady_state_s / 2}
     call, generator = prepared.call, prepared.generator
-    alone_ms = timing.alone(call, clock, warmup=blocks.warmup, **steady) if alone else None
+    halves = [timing.alone(call, clock, warmup=blocks.warmup, **steady)] if alone else []
     first = len(generator.history) if generator else 0
-    eager_ms, mode_ms, count = timing.interleaved(prepared.eager, call, clock, plan=blocks, **loop)
+    both = timing.interleaved(prepared.eager, call, clock, plan=blocks, **loop)
     generations = timing.kept(generator.history[first:], blocks.warmup, blocks.mode) if generator else None
     if alone:
         log.info("timing the mode alone again, for its steady state")
-        alone_ms += timing.alone(call, clock, warmup=blocks.warmup, **steady)
+        halves.append(timing.alone(call, clock, warmup=blocks.warmup, **steady))
     block_s = None if measure.interleave_block else measure.interleave_block_s
-    short = timing.stopped_short(mode_ms, count, measure)
-    timed = {"latency_ms": mode_ms, "interleave": blocks.record(count, block_s, [short] if short else [])}
+    short = timing.stopped_short(both.mode_ms, both.blocks, measure)
+    timed = {
+        "latency_ms": both.mode_ms,
+        "interleave": blocks.record(both.blocks, block_s, [short] if short else []),
+        "page_faults": {"mode_blocks": both.mode_faults, "eager_blocks": both.eager_faults},
+    }
     for cap in timed["interleave"]["caps"]:
         log.warning("a cap applied: %s", cap)
     if alone:
-        timed.update(eager_latency_ms=eager_ms, alone_latency_ms=alone_ms)
+        timed.update(eager_latency_ms=both.eager_ms, alone_latency_ms=[x for ms, _ in halves for x in ms])
+        timed["page_faults"]["mode_alone"] = [faults for _, faults in halves]
     else:
-        timed["twin_latency_ms"] = eager_ms
+        timed["twin_latency_ms"] = both.eager_ms
     if generations:
         timed["generations"] = {
             "new_tokens": int(generations[0].tokens.shape[1]),

@@ -414,6 +414,12 @@ def eager_alone(beside: list[Timed], alone: list[list[float]], *, resamples: int
     }
 
 
+def per_call(stretches: list[list[int]]) -> float | None:
+    """Events per call over stretches of [events, calls]: their sum over the calls'; None without calls."""
+    calls = sum(c for _, c in stretches)
+    return sum(e for e, _ in stretches) / calls if calls else None
+
+
 def slope(xs: list[float], samples: list[list[float]], *, resamples: int = 2000, seed: int = 0) -> dict:
     """The least-squares slope of `samples` (a list per x) against `xs`, with a 95% interval and how it was made:
     `bootstrap` resamples each x's own samples where every x has two or more; `t` is the fit's t interval

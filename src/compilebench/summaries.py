@@ -24,6 +24,7 @@ from .errors import UserError
 from .experiment import Experiment
 from .records import START_PARTS, ProcessRecord, Result, now, result_header
 from .results import read_json, write_json
+from .thresholds import FAULTS_PER_CALL
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,9 @@ def combine(exp: Experiment, records: list[ProcessRecord], notes: list[str] | No
     eager = first["mode"] == "eager"
     result.update(interleaved_fields(samples, measure, seed, eager=eager))
     result["processes"] = [process_entry(record, seed) for record in records]
+    faults = page_faults(records, seed)
+    if faults is not None:  # records measured before faults were counted have none
+        result["page_faults"] = faults
     if notes is not None:
         result["processes_notes"] = notes
     phases = first.get("compile_phases")
@@ -165,6 +169,9 @@ def process_entry(record: ProcessRecord, seed: int) -> dict:
         entry["steady_state"] = own["steady_state"]
         if "eager_alone" in own:
             entry["eager_alone"] = own["eager_alone"]
+    faults = record.get("page_faults")
+    if faults:
+        entry["page_faults"] = {f"{side}_per_call": stats.per_call(faults[f"{side}_blocks"]) for side in SIDES}
     return {
         **entry,
         "interleave": record["interleave"],
@@ -177,6 +184,43 @@ def process_entry(record: ProcessRecord, seed: int) -> dict:
         "started_at": record["started_at"],
         "finished_at": record["finished_at"],
     }
+
+
+SIDES = ("mode", "eager")  # an eager result's: eager and its twin
+FAULT_STRETCHES = {"mode_blocks": "mode", "eager_blocks": "eager", "mode_alone": "mode_alone",
+                   "eager_alone": "eager_alone"}  # fmt: skip
+
+
+def page_faults(records: list[ProcessRecord], seed: int) -> dict | None:
+    """The page faults each timed stretch took per call, over all processes; what a thousand of them a call cost the
+    mode, from its blocks (the slope of a block's latency on its faults per call, where the blocks differ in them);
+    `flagged` where the mode's interleaved calls took `FAULTS_PER_CALL` or more each. None for records without."""
+    raw = [record.get("page_faults") for record in records]
+    if not raw or None in raw:
+        return None
+    fields = {
+        f"{name}_per_call": stats.per_call([pair for faults in raw for pair in faults.get(key, [])])
+        for key, name in FAULT_STRETCHES.items()
+    }
+    flagged = fields["mode_per_call"] >= FAULTS_PER_CALL
+    return {
+        **fields,
+        "ms_per_1000": _fault_cost(records, raw, seed) if flagged else None,
+        "flagged": flagged,
+        "rule": f"the mode's interleaved calls took {FAULTS_PER_CALL} page faults or more each",
+    }
+
+
+def _fault_cost(records: list[ProcessRecord], raw: list[dict], seed: int) -> dict:
+    """The slope of the mode's block latencies on their page faults per call (in thousands), over every block."""
+    xs, samples = [], []
+    for record, faults in zip(records, raw):
+        block = record["interleave"]["mode_block"]
+        for k, (count, calls) in enumerate(faults["mode_blocks"]):
+            xs.append(count / calls / 1000)
+            samples.append(record["latency_ms"][k * block : (k + 1) * block])
+    cost = stats.slope(xs, samples, resamples=records[0]["measure"]["bootstrap_resamples"], seed=seed)
+    return {key: cost[key] for key in ("slope", "ci95", "method")}
 
 
 def interleaved_fields(processes: list[dict], measure: dict, seed: int, *, eager: bool) -> dict:

@@ -64,6 +64,22 @@ def capacity_columns(result: dict) -> dict:
     }
 
 
+def fault_columns(result: dict) -> dict:
+    """Page faults per call of the mode's and eager's interleaved calls (`summaries.page_faults`), and what a thousand
+    of them a call cost the mode where it took enough to be flagged."""
+    faults = result.get("page_faults") or {}
+    cost = faults.get("ms_per_1000") or {}
+    low, high = cost.get("ci95") or [None, None]
+    return {
+        "mode_faults_per_call": faults.get("mode_per_call"),
+        "eager_faults_per_call": faults.get("eager_per_call"),
+        "faults_flagged": faults.get("flagged"),
+        "ms_per_1000_faults": cost.get("slope"),
+        "ms_per_1000_faults_ci95_low": low,
+        "ms_per_1000_faults_ci95_high": high,
+    }
+
+
 def _run_row(result: dict, path: str) -> dict:
     stats = result.get("stats", {})
     speedup = result.get("speedup", {})
@@ -136,6 +152,7 @@ def _run_row(result: dict, path: str) -> dict:
         "noise_ci95_high": noise_ci[1],
         **_alone_check_columns("steady_state", result),
         **_alone_check_columns("eager_alone", result),
+        **fault_columns(result),
         **{f"interleave_{key}": interleave.get(key) for key in ("eager_block", "mode_block", "blocks")},
         "measurement_caps": "; ".join(interleave.get("caps") or []) or None,
         "settings_took_effect": all(c["took_effect"] for c in effect_checks.values()) if effect_checks else None,

@@ -13,3 +13,7 @@ BUSY_SHARE = 0.25
 # A machine's parallel speedup (machine.parallel_capacity) that moved by more than this share between two probes
 # means the machine's state moved between them.
 CAPACITY_SHIFT = 0.10
+
+# A side whose calls take this many page faults each (memory mapped afresh, from 4 KiB to 2 MiB a fault) is
+# timed with the memory allocator's state in its time.
+FAULTS_PER_CALL = 256

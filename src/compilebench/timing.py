@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 import math
+import resource
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -77,6 +78,19 @@ def warm_up(fn: Callable[[], Any], clock: Clock, count: int) -> list[float]:
     return [clock.time(fn)[0] for _ in range(count)]
 
 
+def minor_faults() -> int:
+    """The page faults this process has taken that mapped memory afresh without reading a disk (`ru_minflt`): a
+    call that frees and maps tens of megabytes again takes thousands, and pays for each."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def counted(fn: Callable[[], Any], clock: Clock, calls: int) -> tuple[list[float], list[int]]:
+    """`calls` timed calls, and [page faults taken over them, calls]."""
+    before = minor_faults()
+    times = [clock.time(fn)[0] for _ in range(calls)]
+    return times, [minor_faults() - before, calls]
+
+
 @dataclass(frozen=True)
 class BlockPlan:
     """How eager and the mode alternate: the calls kept in each side's blocks, the calls each block discards
@@ -136,6 +150,17 @@ def stopped_short(samples: list[float], blocks: int, measure: Measure) -> str | 
     )
 
 
+@dataclass
+class Interleaved:
+    """Both sides' kept samples, the blocks per side, and each block's [page faults, calls] over its kept calls."""
+
+    eager_ms: list[float] = field(default_factory=list)
+    mode_ms: list[float] = field(default_factory=list)
+    blocks: int = 0
+    eager_faults: list[list[int]] = field(default_factory=list)
+    mode_faults: list[list[int]] = field(default_factory=list)
+
+
 def interleaved(
     eager: Callable[[], Any],
     mode: Callable[[], Any],
@@ -145,23 +170,23 @@ def interleaved(
     iterations: int,
     min_time_s: float,
     max_iterations: int,
-) -> tuple[list[float], list[float], int]:
+) -> Interleaved:
     """Time eager and the mode in alternating blocks (ABBA order), so drift hits both alike; each block's first
-    `plan.warmup` calls are not kept. Returns both sides' kept samples and the number of blocks per side."""
-    eager_samples: list[float] = []
-    mode_samples: list[float] = []
-    blocks = 0
+    `plan.warmup` calls are not kept."""
+    out = Interleaved()
     progress = Progress(iterations, min_time_s, " (interleaved with eager)")
-    while len(mode_samples) < max_iterations and not (
-        enough(mode_samples, iterations, min_time_s, max_iterations) and blocks >= plan.min_blocks
+    while len(out.mode_ms) < max_iterations and not (
+        enough(out.mode_ms, iterations, min_time_s, max_iterations) and out.blocks >= plan.min_blocks
     ):
-        order = [(mode, mode_samples, plan.mode), (eager, eager_samples, plan.eager)]
-        for fn, samples, kept in order if blocks % 2 == 0 else reversed(order):
-            times = [clock.time(fn)[0] for _ in range(plan.warmup + kept)]
-            samples.extend(times[plan.warmup :])
-        blocks += 1
-        progress.tick(len(mode_samples))
-    return eager_samples, mode_samples, blocks
+        order = [(mode, out.mode_ms, out.mode_faults, plan.mode), (eager, out.eager_ms, out.eager_faults, plan.eager)]
+        for fn, samples, faults, kept in order if out.blocks % 2 == 0 else reversed(order):
+            warm_up(fn, clock, plan.warmup)
+            times, taken = counted(fn, clock, kept)
+            samples.extend(times)
+            faults.append(taken)
+        out.blocks += 1
+        progress.tick(len(out.mode_ms))
+    return out
 
 
 def kept(calls: list, warmup: int, block: int) -> list:
@@ -169,7 +194,10 @@ def kept(calls: list, warmup: int, block: int) -> list:
     return [call for i, call in enumerate(calls) if i % (warmup + block) >= warmup]
 
 
-def alone(fn: Callable[[], Any], clock: Clock, *, warmup: int, **loop) -> list[float]:
-    """The mode timed on its own, beside its interleaved phase: the steady state each result checks itself against."""
+def alone(fn: Callable[[], Any], clock: Clock, *, warmup: int, **loop) -> tuple[list[float], list[int]]:
+    """A side timed on its own, away from its interleaved phase (the steady state a result checks itself against),
+    and [page faults, calls] over its timed calls."""
     warm_up(fn, clock, warmup)
-    return timed_loop(fn, clock, **loop)
+    before = minor_faults()
+    samples = timed_loop(fn, clock, **loop)
+    return samples, [minor_faults() - before, len(samples)]
