@@ -187,6 +187,7 @@ def fidelity_findings(runs: pd.DataFrame) -> list[str]:
 def _faulting(name: str, row: dict) -> str:
     """A mode whose calls map memory afresh: how often, what it cost, and how to time it without."""
     faults, eager = row["mode_faults_per_call"], row["eager_faults_per_call"]
+    beside = "the second eager callable beside it" if row["mode"] == "eager" else "eager beside it"
     cost = row.get("ms_per_1000_faults")
     costed = (
         f" Here each thousand faults a call cost {cost:.2g} ms "
@@ -195,7 +196,7 @@ def _faulting(name: str, row: dict) -> str:
         else ""
     )
     return (
-        f"{name} took {faults:,.0f} page faults a call (eager beside it: {eager:,.0f}): each call maps memory afresh "
+        f"{name} took {faults:,.0f} page faults a call ({beside}: {eager:,.0f}): each call maps memory afresh "
         "that the previous call gave back, so its time holds the state of the process's memory allocator, "
         f"which differs between processes and moments.{costed} To time the mode without it, set the allocator in the "
         "hardware entry's `env` (glibc: `MALLOC_MMAP_MAX_: 0` and a large `MALLOC_TRIM_THRESHOLD_`; or `LD_PRELOAD` "
