@@ -199,8 +199,8 @@ def _faulting(name: str, row: dict) -> str:
         f"{name} took {faults:,.0f} page faults a call ({beside}: {eager:,.0f}): each call maps memory afresh "
         "that the previous call gave back, so its time holds the state of the process's memory allocator, "
         f"which differs between processes and moments.{costed} To time the mode without it, set the allocator in the "
-        "hardware entry's `env` (glibc: `MALLOC_MMAP_MAX_: 0` and a large `MALLOC_TRIM_THRESHOLD_`; or `LD_PRELOAD` "
-        "of jemalloc or tcmalloc)."
+        "hardware entry's env (glibc: MALLOC_MMAP_MAX_ at 0 and a large MALLOC_TRIM_THRESHOLD_; or LD_PRELOAD of "
+        "jemalloc or tcmalloc)."
     )
 
 
