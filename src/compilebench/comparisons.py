@@ -41,7 +41,7 @@ from .stats import (  # noqa: F401  (the estimators, as comparisons' readers nam
     unpaired,
     verdict,
 )
-from .thresholds import CAPACITY_SHIFT
+from .thresholds import CAPACITY_SHIFT, FAULTS_PER_CALL
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -83,6 +83,11 @@ def parallel_capacity(result: dict) -> dict | None:
 def capacity_differs(a: float, b: float) -> bool:
     """Whether two parallel speedups tell two states of the machine apart."""
     return max(a, b) / min(a, b) > 1 + CAPACITY_SHIFT
+
+
+def faults_differ(a: float, b: float) -> bool:
+    """Whether two counts of page faults a call tell two states of the memory allocator apart."""
+    return abs(a - b) >= FAULTS_PER_CALL
 
 
 def unstable_experiments(results: dict[tuple[str, str, str], dict], threshold: float) -> set[tuple[str, str, str]]:

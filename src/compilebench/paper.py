@@ -15,7 +15,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup, escape
 
 from .assets import sha256_of
-from .comparisons import capacity_differs, said
+from .comparisons import capacity_differs, faults_differ, said
 from .config import measure_settings
 from .layout import ASSETS_DIR, FIGURE_NAMES, REPORT_OUT
 from .modes import ordered
@@ -173,7 +173,9 @@ def fidelity_findings(runs: pd.DataFrame) -> list[str]:
                 f"alone in the same process before the mode was built "
                 f"({_interval(row['eager_alone_ci95_low'], row['eager_alone_ci95_high'])}): the mode's presence or the "
                 "machine's state between the two moved eager, and only the interleaved speedup sets both sides "
-                "against each other at the same moments." + _capacity_within(row)
+                "against each other at the same moments."
+                + _capacity_within(row)
+                + _faults_apart("alone", row.get("eager_alone_faults_per_call"), row.get("eager_faults_per_call"))
             )
         if row.get("faults_flagged") is True:
             findings.append(_faulting(name, row))
@@ -211,7 +213,9 @@ def eager_job_findings(speedups: pd.DataFrame) -> list[str]:
         f"On {row['hardware']}, eager beside {row['model']} in {row['mode']} ran {row['eager_job_ratio']:.2f}× the "
         f"eager job's median ({_interval(row['eager_job_ratio_ci95_low'], row['eager_job_ratio_ci95_high'])}), so "
         f"its speedup of {_times(row['speedup'])} is not what a user who runs one or the other sees: set against the "
-        f"eager job, it is {_times(row['cross_job_speedup'])}." + _capacity_across(row)
+        f"eager job, it is {_times(row['cross_job_speedup'])}."
+        + _capacity_across(row)
+        + _faults_apart("in the eager job", row.get("eager_job_faults_per_call"), row.get("eager_faults_per_call"))
         for row in _records(flagged)
     ]
 
@@ -240,6 +244,16 @@ def _capacity_across(row: dict) -> str:
             "job's: the machine's state differed between the two jobs."
         )
     return f" The machine's parallel speedup was alike in both jobs ({mode:.2f}×, {job:.2f}×)."
+
+
+def _faults_apart(where: str, there, beside) -> str:
+    """What eager's page faults a call, at another moment (`where`) and beside the mode, say of a flag on eager."""
+    if _nan(there) or _nan(beside) or not faults_differ(there, beside):
+        return ""
+    return (
+        f" Eager took {there:,.0f} page faults a call {where} and {beside:,.0f} beside the mode: the state of the "
+        "memory allocator differed between the two, and eager's time with it."
+    )
 
 
 def instability_findings(speedups: pd.DataFrame) -> list[str]:

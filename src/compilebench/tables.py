@@ -73,6 +73,7 @@ def fault_columns(result: dict) -> dict:
     return {
         "mode_faults_per_call": faults.get("mode_per_call"),
         "eager_faults_per_call": faults.get("eager_per_call"),
+        "eager_alone_faults_per_call": faults.get("eager_alone_per_call"),
         "faults_flagged": faults.get("flagged"),
         "ms_per_1000_faults": cost.get("slope"),
         "ms_per_1000_faults_ci95_low": low,
@@ -525,6 +526,7 @@ def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, results: 
         modes[column] = [beside.get(k, {}).get(key) for k in zip(modes["hardware"], modes["model"], modes["mode"])]
     for end in ("low", "high"):
         modes[f"noise_ci95_{end}"] = [ok_eager[f"noise_ci95_{end}"].get(key) for key in keys]
+    modes["eager_job_faults_per_call"] = [ok_eager["mode_faults_per_call"].get(key) for key in keys]
     intervals = list(zip(modes["speedup_ci95_low"], modes["speedup_ci95_high"]))
     floors = list(zip(modes["noise_ci95_low"], modes["noise_ci95_high"]))
     modes["threshold"] = threshold
@@ -566,6 +568,8 @@ def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, results: 
         "eager_job_flagged",
         "parallel_speedup",
         "eager_job_parallel_speedup",
+        "eager_faults_per_call",
+        "eager_job_faults_per_call",
         "compile_s",
         "correct",
     ]
