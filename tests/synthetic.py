@@ -39,6 +39,7 @@ MEASURE = {
 }
 FLAGGED = ("cpu", "resnet", "compile-default")  # the synthetic result whose steady-state check fails
 EAGER_ALONE_FLAGGED = ("cpu", "resnet", "jit")  # the one whose eager, beside the mode, ran 12% slower than alone
+FAULTING = ("cpu", "resnet", "compile-max-autotune")  # the one whose calls took 5,058 page faults each
 MEASURED_CEILINGS = {"tflops": {"float32": 0.2, "bfloat16": 0.05}, "memory_bandwidth_gbs": 20.0, "method": "torch.mm"}
 MODELS = {"resnet": ("image-classification", 20.0), "llama": ("text-generation", 50.0)}
 
@@ -105,6 +106,18 @@ def synthetic_results(folder: Path, hardware=("cpu", "cpu-fast")) -> list[Path]:
                         record["eager_alone"] = {
                             **steady_state([eager], [eager_alone_ms], resamples=200),
                             "latency_ms": eager_alone_ms,
+                        }
+                        faulting = (hw, model, mode) == FAULTING
+                        record["page_faults"] = {
+                            "mode_per_call": 5058.1 if faulting else 1.0,
+                            "eager_per_call": 2.0,
+                            "mode_alone_per_call": 2532.3 if faulting else 1.0,
+                            "eager_alone_per_call": 2.9,
+                            "ms_per_1000": {"slope": 1.03, "ci95": [0.93, 1.06], "method": "bootstrap"}
+                            if faulting
+                            else None,
+                            "flagged": faulting,
+                            "rule": "the mode's interleaved calls took 256 page faults or more each",
                         }
                     if mode.startswith("compile"):
                         cold = {"dynamo": 2.0, "aot_autograd": 3.0, "inductor_lowering": 1.0, "autotune": 0.0,
