@@ -169,9 +169,8 @@ def process_entry(record: ProcessRecord, seed: int) -> dict:
         entry["steady_state"] = own["steady_state"]
         if "eager_alone" in own:
             entry["eager_alone"] = own["eager_alone"]
-    faults = record.get("page_faults")
-    if faults:
-        entry["page_faults"] = {f"{side}_per_call": stats.per_call(faults[f"{side}_blocks"]) for side in SIDES}
+    if record.get("page_faults"):
+        entry["page_faults"] = _faults_per_call([record["page_faults"]], ("mode", "eager"))
     return {
         **entry,
         "interleave": record["interleave"],
@@ -186,9 +185,17 @@ def process_entry(record: ProcessRecord, seed: int) -> dict:
     }
 
 
-SIDES = ("mode", "eager")  # an eager result's: eager and its twin
-FAULT_STRETCHES = {"mode_blocks": "mode", "eager_blocks": "eager", "mode_alone": "mode_alone",
+# Each timed stretch's name in a result, and its key in a process record (an eager result's "eager" is its twin).
+FAULT_STRETCHES = {"mode": "mode_blocks", "eager": "eager_blocks", "mode_alone": "mode_alone",
                    "eager_alone": "eager_alone"}  # fmt: skip
+
+
+def _faults_per_call(raw: list[dict], names) -> dict:
+    """`{name}_per_call` of each named stretch, over the process records' raw page-fault counts."""
+    return {
+        f"{name}_per_call": stats.per_call([pair for faults in raw for pair in faults.get(FAULT_STRETCHES[name], [])])
+        for name in names
+    }
 
 
 def page_faults(records: list[ProcessRecord], seed: int) -> dict | None:
@@ -198,10 +205,7 @@ def page_faults(records: list[ProcessRecord], seed: int) -> dict | None:
     raw = [record.get("page_faults") for record in records]
     if not raw or None in raw:
         return None
-    fields = {
-        f"{name}_per_call": stats.per_call([pair for faults in raw for pair in faults.get(key, [])])
-        for key, name in FAULT_STRETCHES.items()
-    }
+    fields = _faults_per_call(raw, FAULT_STRETCHES)
     flagged = fields["mode_per_call"] >= FAULTS_PER_CALL
     return {
         **fields,
