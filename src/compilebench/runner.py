@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ import torch
 
 from . import compile_phases, correctness, profiling, quantization, streams, timing, wrappers
 from .dynamo_counters import CompilerHealth
-from .errors import Unsupported
+from .errors import Unsupported, UserError
 from .experiment import Experiment, ModelSpec
 from .generation import Generation, GreedyGenerator
 from .machine import Load, parallel_capacity
@@ -413,8 +414,36 @@ def compiles_with_inductor(exp: Experiment) -> bool:
 
 def machine_probe_folder() -> str:
     """Where a measuring process keeps inductor's CPU probe programs for every later process on this machine: in its
-    temporary folder, as inductor's own default cache, so that a cluster node never reads another node's answer."""
-    return os.path.join(tempfile.gettempdir(), f"compilebench-cpu-probe-{os.getuid()}")
+    temporary folder, as inductor's own default cache, so that a cluster node never reads another node's answer.
+    The process loads the compiled programs inside, so the folder is made private and refused where another user
+    owns it or can write to it."""
+    return private_folder(os.path.join(tempfile.gettempdir(), f"compilebench-cpu-probe-{os.getuid()}"))
+
+
+def private_folder(path: str) -> str:
+    """`path` as a folder only this user can write, made 0700 where it is missing; a folder that is a link, that
+    another user owns or that group or others can write is refused with the path named, since code loaded from it
+    would run in this process."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    found = os.lstat(path)
+    problem = (
+        "is not a folder (a link or a file)"
+        if not stat.S_ISDIR(found.st_mode)
+        else f"is owned by user id {found.st_uid}, not this user's {os.getuid()}"
+        if found.st_uid != os.getuid()
+        else f"can be written by other users (mode {stat.S_IMODE(found.st_mode):04o})"
+        if found.st_mode & 0o022
+        else None
+    )
+    if problem:
+        raise UserError(
+            f"The folder {path} {problem}; compilebench loads compiled programs from it, so it must be a folder "
+            "of this user's own that no one else can write (mode 0700). Remove it, or set TMPDIR to a private folder."
+        )
+    return path
 
 
 def probe_cpu_isa(device: str, folder: str | None = None) -> dict[str, float]:

@@ -1,0 +1,63 @@
+"""Hostile input: what another user or a damaged file can put in compilebench's way is refused, named."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+
+import pytest
+from helpers import tiny_config
+
+from compilebench import cli, runner
+from compilebench import config as configuration
+from compilebench.errors import UserError
+
+as_root = pytest.mark.skipif(os.getuid() != 0, reason="giving a folder to another user needs root")
+
+
+def test_the_probe_folder_is_made_private(tmp_path):
+    folder = runner.private_folder(str(tmp_path / "probe"))
+    assert os.stat(folder).st_mode & 0o777 == 0o700
+    assert runner.private_folder(folder) == folder  # the user's own private folder is taken as it is
+
+
+def test_a_probe_folder_others_can_write_is_refused_with_its_path(tmp_path):
+    folder = tmp_path / "probe"
+    folder.mkdir()
+    folder.chmod(0o777)
+    with pytest.raises(UserError, match=f"{folder} can be written by other users \\(mode 0777\\)"):
+        runner.private_folder(str(folder))
+
+
+@as_root
+def test_a_probe_folder_another_user_owns_is_refused_with_its_path(tmp_path):
+    folder = tmp_path / "probe"
+    folder.mkdir(mode=0o700)
+    os.chown(folder, pwd.getpwnam("nobody").pw_uid, -1)
+    with pytest.raises(UserError, match=f"{folder} is owned by user id"):
+        runner.private_folder(str(folder))
+
+
+def test_a_probe_folder_that_is_a_link_is_refused(tmp_path):
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    (tmp_path / "probe").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(UserError, match="is not a folder"):
+        runner.private_folder(str(tmp_path / "probe"))
+
+
+@pytest.mark.slow
+def test_a_measuring_process_never_loads_code_from_a_planted_probe_folder(tmp_path, monkeypatch):
+    shared_tmp = tmp_path / "tmp"
+    planted = shared_tmp / f"compilebench-cpu-probe-{os.getuid()}"
+    planted.mkdir(parents=True)
+    planted.chmod(0o777)
+    (planted / "planted.so").write_bytes(b"not a library")
+    monkeypatch.setenv("TMPDIR", str(shared_tmp))
+    raw = tiny_config()
+    exp = configuration.experiment(configuration.validate(raw), "resnet", "compile-default", "cpu", any_mode=True)
+    result = cli.benchmark_job(exp, tmp_path / "r.json")
+    assert result["status"] == "failed"
+    assert str(planted) in result["error"]["message"] and "mode 0777" in result["error"]["message"]
+    assert json.loads((tmp_path / "r.json").read_text())["status"] == "failed"
+    assert sorted(p.name for p in planted.iterdir()) == ["planted.so"]  # nothing compiled into it, nothing read
