@@ -27,7 +27,7 @@ from pathlib import Path
 
 from fidelity import _median_ms, _plain_mode, _plain_setup, selected
 
-from compilebench import config as configuration
+from compilebench.configuration import config as configuration
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -18,10 +18,11 @@ import statistics
 import torch
 import torch.utils.benchmark as benchmark
 
-from compilebench import config as configuration
-from compilebench import runner, summaries, timing
-from compilebench.experiment import Experiment
-from compilebench.models import build
+from compilebench.analysis import summaries
+from compilebench.configuration import config as configuration
+from compilebench.core.experiment import Experiment
+from compilebench.worker import runner, timing
+from compilebench.worker.models import build
 
 
 def engine_median_ms(exp: Experiment) -> float:

@@ -19,7 +19,7 @@ With `--separate`, the plain side is the measurement a user makes when choosing 
 speedup is the ratio of the two sides' medians, with a 95% interval over the processes. It is set
 against compilebench's in-process speedup and against its cross-job ratio (the eager job's median
 over the mode job's), each from `--processes` benchmark jobs of each. Each plain process probes the
-machine's parallel speedup (compilebench.machine.parallel_capacity) at its start and end; their span per
+machine's parallel speedup (compilebench.worker.machine.parallel_capacity) at its start and end; their span per
 side tells a machine that changed state between the sides' processes from a mode's effect. Each side's page
 faults a call are printed beside compilebench's: a mode that maps memory afresh every call times the allocator's
 state too (set the allocator in the hardware entry's `env`, and both sides run with it).
@@ -42,11 +42,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from compilebench import config as configuration
 from compilebench.cli import benchmark_job
-from compilebench.experiment import Experiment
-from compilebench.jobs import apply_hardware
-from compilebench.machine import parallel_capacity
+from compilebench.configuration import config as configuration
+from compilebench.core.experiment import Experiment
+from compilebench.parent.jobs import apply_hardware
+from compilebench.worker.machine import parallel_capacity
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,8 +72,8 @@ def _plain_setup(exp: dict):
     apply_hardware(exp["hardware_env"], exp["threads"])
     import torch
 
-    from compilebench.experiment import ModelSpec
-    from compilebench.models import build
+    from compilebench.core.experiment import ModelSpec
+    from compilebench.worker.models import build
 
     settings = exp["mode_settings"]
     _set_inductor_options(torch, settings)
@@ -274,7 +274,7 @@ def separate(config: dict, args: argparse.Namespace) -> None:
     processes, the mode alone in others."""
     import numpy as np
 
-    from compilebench.stats import Timed, unpaired
+    from compilebench.analysis.stats import Timed, unpaired
 
     print(
         "experiment                          plain (separate)        in-process   cross-job   eager-alone   "

@@ -24,9 +24,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from compilebench import config as configuration  # noqa: E402
-from compilebench import layout  # noqa: E402
-from compilebench.standalone import write_paper, write_tables  # noqa: E402
+from compilebench.configuration import config as configuration  # noqa: E402
+from compilebench.core import layout  # noqa: E402
+from compilebench.report.standalone import write_paper, write_tables  # noqa: E402
 
 PAPER_RESERVE_S = 45
 

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from compilebench import config as configuration
-from compilebench import runner, stats, timing
-from compilebench.experiment import Experiment
-from compilebench.jobs import apply_hardware
+from compilebench.analysis import stats
+from compilebench.configuration import config as configuration
+from compilebench.core.experiment import Experiment
+from compilebench.parent.jobs import apply_hardware
+from compilebench.worker import runner, timing
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from compilebench.pagefit import outside_margins
+from compilebench.report.pagefit import outside_margins
 
 
 def main() -> None:

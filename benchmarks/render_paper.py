@@ -13,9 +13,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from compilebench import config as configuration
-from compilebench import layout, registry
-from compilebench.standalone import write_paper
+from compilebench.configuration import config as configuration
+from compilebench.core import layout
+from compilebench.report import registry
+from compilebench.report.standalone import write_paper
 
 
 def main() -> None:

@@ -32,11 +32,11 @@ import torch
 import torch.utils.benchmark as benchmark
 from fresh_run import ROOT, run_pipeline
 
-from compilebench import config as configuration
-from compilebench import runner
-from compilebench.errors import Unsupported
-from compilebench.jobs import apply_hardware
-from compilebench.timing import warm_up
+from compilebench.configuration import config as configuration
+from compilebench.core.errors import Unsupported
+from compilebench.parent.jobs import apply_hardware
+from compilebench.worker import runner
+from compilebench.worker.timing import warm_up
 
 Key = tuple[str, str, str]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from fresh_run import ROOT, run_pipeline
 
-from compilebench import comparisons
+from compilebench.analysis import comparisons
 
 
 def scaled(results: dict, factor: float) -> dict:

@@ -1,4 +1,3 @@
-import functools
 import os
 import platform
 import re
@@ -7,11 +6,15 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from compilebench import config as configuration
-from compilebench import codebase, layout
-from compilebench.errors import ConfigError, UserError
-from compilebench.results import foreign_results, read_json, run_result_paths
-from compilebench import modes, plan, pyenv, records, registry
+from compilebench import codebase
+from compilebench.configuration import config as configuration
+from compilebench.configuration import plan
+from compilebench.core import layout, modes, records
+from compilebench.core.errors import ConfigError, UserError
+from compilebench.core.files import foreign_results, read_json, run_result_paths
+from compilebench.parent import pyenv
+from compilebench.pipeline import devices
+from compilebench.report import registry
 
 try:
     configuration.validate(config)
@@ -36,13 +39,6 @@ wildcard_constraints:
     python_env=NAME,
 
 
-@functools.cache
-def gpu_visible():
-    import torch
-
-    return torch.cuda.is_available()
-
-
 def runs_here():
     """Jobs run on this machine, not through a cluster executor."""
     return workflow.local_exec and not workflow.remote_exec
@@ -63,7 +59,7 @@ def is_active(name, entry):
     if not skips_if_absent(entry):
         return True
     if runs_here():
-        return gpu_visible()
+        return devices.gpu_visible()
     record = checkpoints.environment_record.get(hardware=name).output[0]
     return not records.skipped(read_json(record))
 
@@ -449,7 +445,7 @@ def get_model_spec(wildcards):
 onstart:
     try:
         if runs_here():
-            configuration.check_devices_here(config, gpu_visible)
+            configuration.check_devices_here(config, devices.gpu_visible)
         hardware = active_hardware() if runs_here() else list(config["hardware"])
         planned = configuration.planned(
             config, configuration.results_done(config, layout.RUN), hardware
@@ -462,7 +458,7 @@ onstart:
 
 onsuccess:
     if Path(layout.table("runs")).exists():
-        from compilebench.tables import outcome
+        from compilebench.report.tables import outcome
 
         try:
             print(outcome(layout.table("runs"), config["strict"]), file=sys.stderr)

@@ -4,8 +4,8 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
-from compilebench.assets import fetch
-from compilebench.joblog import logging_to
+from compilebench.core.joblog import logging_to
+from compilebench.parent.assets import fetch
 
 source = snakemake.params.source
 with logging_to(snakemake.log[0]):

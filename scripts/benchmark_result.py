@@ -4,9 +4,9 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
-from compilebench.experiment import Experiment
-from compilebench.joblog import logging_to
-from compilebench.summaries import result_job
+from compilebench.analysis.summaries import result_job
+from compilebench.core.experiment import Experiment
+from compilebench.core.joblog import logging_to
 
 with logging_to(snakemake.log[0]):
     result_job(Experiment.from_json(snakemake.params.experiment), snakemake.input.processes, snakemake.output[0])

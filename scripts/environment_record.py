@@ -4,8 +4,8 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
-from compilebench.joblog import logging_to
-from compilebench.jobs import environment_job
+from compilebench.core.joblog import logging_to
+from compilebench.parent.jobs import environment_job
 
 with logging_to(snakemake.log[0]):
     environment_job(

@@ -4,9 +4,9 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
-from compilebench.figures import FIGURES, load_tables, render
-from compilebench.joblog import logging_to
-from compilebench.layout import FIGURE_TABLES
+from compilebench.core.joblog import logging_to
+from compilebench.core.layout import FIGURE_TABLES
+from compilebench.report.figures import FIGURES, load_tables, render
 
 with logging_to(snakemake.log[0]):
     tables = load_tables(*(snakemake.input[name] for name in FIGURE_TABLES))

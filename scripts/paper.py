@@ -4,9 +4,9 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
-from compilebench.joblog import logging_to
-from compilebench.paper import context, write
-from compilebench.registry import table_names
+from compilebench.core.joblog import logging_to
+from compilebench.report.paper import context, write
+from compilebench.report.registry import table_names
 
 with logging_to(snakemake.log[0]):
     tables = {name: snakemake.input[name] for name in table_names(paper_only=True)}

@@ -4,9 +4,9 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
-from compilebench.experiment import Experiment
-from compilebench.joblog import logging_to
-from compilebench.starts import starts_job
+from compilebench.core.experiment import Experiment
+from compilebench.core.joblog import logging_to
+from compilebench.parent.starts import starts_job
 
 with logging_to(snakemake.log[0]):
     starts_job(

@@ -4,9 +4,9 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
-from compilebench.joblog import logging_to
-from compilebench.registry import STARTS, TABLES, Sources
-from compilebench.tables import write_csv
+from compilebench.core.joblog import logging_to
+from compilebench.report.registry import STARTS, TABLES, Sources
+from compilebench.report.tables import write_csv
 
 with logging_to(snakemake.log[0]):
     spec = TABLES[snakemake.params.table]

@@ -4,8 +4,8 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
-from compilebench.assets import fetch_weights
-from compilebench.joblog import logging_to
+from compilebench.core.joblog import logging_to
+from compilebench.parent.assets import fetch_weights
 
 with logging_to(snakemake.log[0]):
     fetch_weights(snakemake.wildcards.model, snakemake.params.spec, snakemake.output[0])

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 from helpers import ASSETS_MIRROR, ROOT, shared_run_config, tiny_config, tiny_workflow_config
 
-from compilebench import config as configuration
+from compilebench.configuration import config as configuration
 
 GOLDEN = Path(__file__).with_name("golden_digests.json")
 SHIPPED = [

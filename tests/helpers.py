@@ -13,8 +13,8 @@ from pathlib import Path
 
 import yaml
 
-from compilebench.config import expand_streams, expand_sweeps
-from compilebench.records import START_PATHS
+from compilebench.configuration.config import expand_streams, expand_sweeps
+from compilebench.core.records import START_PATHS
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS_MIRROR = ROOT.parent / "shared" / "assets"
@@ -261,6 +261,7 @@ def planned_after_editing(project: Path, relative: str, added: str = "\n") -> se
 
 def measured(exp: dict, **run) -> dict:
     """One experiment measured in this process, as its result: the worker's record, summarized."""
-    from compilebench import runner, summaries
+    from compilebench.analysis import summaries
+    from compilebench.worker import runner
 
     return summaries.combine(exp, [runner.run(exp, **run)])

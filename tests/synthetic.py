@@ -6,13 +6,13 @@ from pathlib import Path
 
 import numpy as np
 
-from compilebench.comparisons import Timed, paired
-from compilebench.config import MEASURE_DEFAULTS
-from compilebench.experiment import Experiment
-from compilebench.modes import BUILTIN_MODES, settings
-from compilebench.records import START_PARTS, START_PATHS, Result, result_header
-from compilebench.results import write_json
-from compilebench.stats import steady_state, summarize
+from compilebench.analysis.comparisons import Timed, paired
+from compilebench.analysis.stats import steady_state, summarize
+from compilebench.configuration.config import MEASURE_DEFAULTS
+from compilebench.core.experiment import Experiment
+from compilebench.core.files import write_json
+from compilebench.core.modes import BUILTIN_MODES, settings
+from compilebench.core.records import START_PARTS, START_PATHS, Result, result_header
 
 
 def typed(exp: dict) -> Experiment:

@@ -7,8 +7,9 @@ import urllib.request
 import pytest
 from helpers import ASSETS_MIRROR
 
-from compilebench import assets
-from compilebench.assets import AssetError, fetch, fetch_weights, sha256_of
+from compilebench.core.files import sha256_of
+from compilebench.parent import assets
+from compilebench.parent.assets import AssetError, fetch, fetch_weights
 
 DOG_URL = "https://github.com/pytorch/hub/raw/master/images/dog.jpg"
 DOG_SHA = "f3f87bb8ab3c26c7ecfd3ac60421d7f32b0503d1d6c5baf8bac42ed93d86351a"

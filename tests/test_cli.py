@@ -99,7 +99,7 @@ def test_check_states_what_every_shipped_config_plans(capsys):
     from helpers import ROOT
 
     from compilebench import cli
-    from compilebench import config as configuration
+    from compilebench.configuration import config as configuration
 
     for path in SHIPPED:
         assert cli.main(["check", "--config", str(ROOT / path)]) == 0, path

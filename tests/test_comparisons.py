@@ -16,10 +16,13 @@ import pytest
 from helpers import TINY_MODELS, tiny_config, write_config
 from synthetic import synthetic_results, synthetic_starts
 
-from compilebench import cli, comparisons, jobs, summaries, thresholds
-from compilebench import config as configuration
-from compilebench.comparisons import Timed, paired
-from compilebench.results import write_json
+from compilebench import cli
+from compilebench.analysis import comparisons, summaries
+from compilebench.analysis.comparisons import Timed, paired
+from compilebench.configuration import config as configuration
+from compilebench.core import thresholds
+from compilebench.core.files import write_json
+from compilebench.parent import jobs
 
 
 def compilebench(*args, cwd=None) -> subprocess.CompletedProcess:
@@ -154,7 +157,7 @@ def test_compare_calls_a_status_or_correctness_change_a_regression_and_lists_one
 def test_compare_of_runs_whose_only_shared_experiment_failed_prints_the_regression_and_exits_1(tmp_path):
     """Nothing is timed on both sides, so there is no interval and no geometric mean: the gate still reports the
     status change, by design rather than by a crash, whatever the flags."""
-    from compilebench.records import REQUIRED_KEYS
+    from compilebench.core.records import REQUIRED_KEYS
 
     synthetic_results(tmp_path / "base" / "results")
     kept = tmp_path / "base" / "results" / "runs" / "cpu" / "resnet" / "eager.json"

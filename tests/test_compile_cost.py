@@ -12,9 +12,11 @@ import psutil
 import pytest
 from helpers import TINY_MODELS, tiny_config
 
-from compilebench import cli, jobs, runner
-from compilebench import config as configuration
-from compilebench.records import COMPILE_PHASES
+from compilebench import cli
+from compilebench.configuration import config as configuration
+from compilebench.core.records import COMPILE_PHASES
+from compilebench.parent import jobs
+from compilebench.worker import runner
 
 pytestmark = pytest.mark.slow
 
@@ -100,7 +102,7 @@ def test_a_damaged_cache_makes_the_next_process_compile_cold_and_is_replaced(tmp
     assert second["cache_replaced"]["reason"]  # why the warm start failed
     replaced = [p for p in caches.rglob("*") if p.is_file()]  # what the next process starts warm from
     assert replaced and not any(p.read_bytes() == b"\x00garbage" for p in replaced)
-    from compilebench import summaries
+    from compilebench.analysis import summaries
 
     result = summaries.result_job(exp, [first, tmp_path / "2.json"], tmp_path / "r.json")
     assert "process 2 of 2 compiled cold, not warm" in result["processes_notes"][0]

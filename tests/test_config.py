@@ -1,10 +1,10 @@
 import json
 
 import pytest
-from helpers import TINY_MODELS, tiny_config
+from helpers import ROOT, TINY_MODELS, tiny_config
 
-from compilebench import config as configuration
-from compilebench.config import ConfigError
+from compilebench.configuration import config as configuration
+from compilebench.configuration.config import ConfigError
 
 
 def test_defaults_filled_and_cpu_always_present():
@@ -92,7 +92,7 @@ def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path):
 
 
 def test_shipped_default_config_is_valid():
-    config = configuration.load(configuration.SCHEMA_PATH.parents[3] / "config" / "config.yaml")
+    config = configuration.load(ROOT / "config" / "config.yaml")
     assert set(config["models"]) == {"resnet18", "vit-tiny.bs1", "vit-tiny.bs8", "llama-tiny"}
     assert "compile-freezing" in configuration.model_modes(config, "resnet18")
 
@@ -286,7 +286,7 @@ def test_architecture_names_are_kept_per_library_version_and_a_damaged_cache_is_
     them (seconds each time); the cache is named by the installed version, so an upgrade lists again."""
     import importlib.metadata
 
-    from compilebench import catalog
+    from compilebench.configuration import catalog
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     catalog.known_architectures.cache_clear()

@@ -6,8 +6,8 @@ import pytest
 import torch
 from helpers import TINY_MODELS, tiny_config
 
-from compilebench import config as configuration
-from compilebench import correctness, runner
+from compilebench.configuration import config as configuration
+from compilebench.worker import correctness, runner
 
 
 def small_network():

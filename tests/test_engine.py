@@ -6,7 +6,7 @@ import pytest
 import torch
 from helpers import measured, tiny_config
 
-from compilebench import config as configuration
+from compilebench.configuration import config as configuration
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,10 @@ import torch
 import yaml
 from helpers import tiny_config
 
-from compilebench import cli, jobs, runner
-from compilebench import config as configuration
+from compilebench import cli
+from compilebench.configuration import config as configuration
+from compilebench.parent import jobs
+from compilebench.worker import runner
 
 pytestmark = pytest.mark.slow
 
@@ -92,7 +94,7 @@ def test_a_model_too_big_for_the_device_fails_its_reference_and_each_benchmark_n
 def test_a_batch_whose_activations_cannot_fit_is_refused_before_anything_is_allocated():
     """The weights of the tiny resnet are a few MB; a million images of it are not: the tensors of one forward pass
     are counted on the meta device, op by op, as they are made and freed."""
-    from compilebench import models
+    from compilebench.worker import models
 
     spec = experiment("resnet", "eager").spec
     per_image = (3 * 32 * 32 + 64 * 16 * 16) * 4  # the input and the first convolution's output, in float32
@@ -111,8 +113,8 @@ def test_a_batch_whose_activations_cannot_fit_is_refused_before_anything_is_allo
 def test_the_memory_guard_counts_in_eval_mode_and_checks_a_streams_largest_shape():
     """Counted in training mode, a ResNet at batch 1 failed (batch norm wants more than one value per channel) and
     the guard switched itself off; a stream must fit at its largest value, before its first call."""
-    from compilebench import models
-    from compilebench.experiment import Stream
+    from compilebench.core.experiment import Stream
+    from compilebench.worker import models
 
     spec = experiment("resnet", "eager").spec.replace(batch_size=1)
     known = models.check_fits("resnet", spec, "cpu")
@@ -129,10 +131,10 @@ def test_the_memory_guard_counts_in_eval_mode_and_checks_a_streams_largest_shape
 
 
 def test_hardware_settings_that_do_not_hold_fail_the_environment_check_with_both_values(tmp_path):
-    from compilebench import env
+    from compilebench.worker import environment_probe
 
     running, cores = torch.get_num_threads(), os.cpu_count()
-    env.check_settings("cpu", {"device": "cpu", "threads": running})  # as configured: passes
+    environment_probe.check_settings("cpu", {"device": "cpu", "threads": running})  # as configured: passes
     refusals = {
         "hardware.cpu.threads` is 1000000, more threads than the": {"threads": 1_000_000},
         "hardware.cpu.env.OMP_NUM_THREADS` is 'abc', which torch cannot read": {"env": {"OMP_NUM_THREADS": "abc"}},
@@ -142,8 +144,8 @@ def test_hardware_settings_that_do_not_hold_fail_the_environment_check_with_both
         other = 1 if running != 1 else 2
         refusals[f"hardware.cpu.threads` is {other}, but torch"] = {"threads": other}
     for expected, entry in refusals.items():
-        with pytest.raises(env.HardwareError) as refused:
-            env.check_settings("cpu", {"device": "cpu", **entry})
+        with pytest.raises(environment_probe.HardwareError) as refused:
+            environment_probe.check_settings("cpu", {"device": "cpu", **entry})
         assert expected in str(refused.value), str(refused.value)
     # The environment job checks it in the hardware's own interpreter, before any benchmark job: run from the
     # command line here, since the job sets the thread count of the process it runs in.

@@ -3,8 +3,8 @@
 import torch
 from helpers import TINY_MODELS
 
-from compilebench.generation import GreedyGenerator
-from compilebench.timing import Clock
+from compilebench.worker.generation import GreedyGenerator
+from compilebench.worker.timing import Clock
 
 
 def test_greedy_tokens_match_transformers_generate():

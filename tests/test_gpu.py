@@ -6,8 +6,8 @@ import pytest
 import torch
 from helpers import measured, tiny_config
 
-from compilebench import config as configuration
-from compilebench import env
+from compilebench.configuration import config as configuration
+from compilebench.worker import environment_probe
 
 pytestmark = [
     pytest.mark.gpu,
@@ -39,8 +39,8 @@ def test_generation_with_cuda_graphs_matches_eager():
 
 
 def test_environment_names_the_gpu_and_runtime():
-    env.validate("gpu", "cuda")
-    record = env.record("gpu", {"device": "cuda"})
+    environment_probe.validate("gpu", "cuda")
+    record = environment_probe.record("gpu", {"device": "cuda"})
     assert record["accelerator"]["name"] and record["accelerator"]["runtime"] in ("cuda", "hip")
 
 

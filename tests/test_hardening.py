@@ -9,9 +9,10 @@ import pwd
 import pytest
 from helpers import tiny_config
 
-from compilebench import cli, runner
-from compilebench import config as configuration
-from compilebench.errors import UserError
+from compilebench import cli
+from compilebench.configuration import config as configuration
+from compilebench.core.errors import UserError
+from compilebench.worker import runner
 
 as_root = pytest.mark.skipif(os.getuid() != 0, reason="giving a folder to another user needs root")
 

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from compilebench import comparisons
-from compilebench.machine import parallel_capacity
+from compilebench.analysis import comparisons
+from compilebench.worker.machine import parallel_capacity
 
 
 def probed_with(cores: set[int]) -> dict:
@@ -18,7 +18,7 @@ def probed_with(cores: set[int]) -> dict:
     code = (
         f"import json, os; os.sched_setaffinity(0, {cores!r})\n"
         "import torch; torch.set_num_threads(2)\n"
-        "from compilebench.machine import parallel_capacity; print(json.dumps(parallel_capacity('cpu')))"
+        "from compilebench.worker.machine import parallel_capacity; print(json.dumps(parallel_capacity('cpu')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -9,11 +9,11 @@ import pytest
 import torch
 from helpers import TINY_MODELS, measured, tiny_config
 
-from compilebench import config as configuration
-from compilebench import wrappers
-from compilebench.errors import ConfigError, UserError
-from compilebench.experiment import ModeSettings
-from compilebench.modes import settings as resolved_settings
+from compilebench.configuration import config as configuration
+from compilebench.core.errors import ConfigError, UserError
+from compilebench.core.experiment import ModeSettings
+from compilebench.core.modes import settings as resolved_settings
+from compilebench.worker import wrappers
 
 
 def settings(definition: dict) -> ModeSettings:

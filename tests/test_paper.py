@@ -18,12 +18,12 @@ from synthetic import (
     synthetic_sweep,
 )
 
-from compilebench import config as configuration
-from compilebench import figures, paper, tables
-from compilebench.layout import FIGURE_TABLES
-from compilebench.registry import table_names
-from compilebench.results import read_json, read_results, write_json
-from compilebench.standalone import write_tables
+from compilebench.configuration import config as configuration
+from compilebench.core.files import read_json, read_results, write_json
+from compilebench.core.layout import FIGURE_TABLES
+from compilebench.report import figures, paper, tables
+from compilebench.report.registry import table_names
+from compilebench.report.standalone import write_tables
 
 REPORT = ROOT / "report"
 CAPTIONS = sorted((REPORT / "captions").glob("*.rst"))
@@ -130,7 +130,7 @@ def test_every_table_of_the_pdf_fits_the_page_and_the_correctness_table_one_page
     """Two platforms, two models in four modes and a three-point sweep (22 experiments, every table present, with
     a published study's three columns in Table 1), rendered to PDF as the workflow renders it: no word of it lies
     outside the printable width of its page."""
-    from compilebench import pagefit
+    from compilebench.report import pagefit
 
     monkeypatch.chdir(tmp_path)
     paths = synthetic_results(tmp_path) + synthetic_sweep(tmp_path)

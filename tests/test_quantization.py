@@ -12,11 +12,12 @@ import pytest
 import torch
 from helpers import ROOT, TINY_MODELS, measured, tiny_config
 
-from compilebench import config as configuration
-from compilebench import modes, quantization
-from compilebench.errors import ConfigError, Unsupported
-from compilebench.experiment import Quantize
-from compilebench.results import read_json
+from compilebench.configuration import config as configuration
+from compilebench.core import modes
+from compilebench.core.errors import ConfigError, Unsupported
+from compilebench.core.experiment import Quantize
+from compilebench.core.files import read_json
+from compilebench.worker import quantization
 
 VERDICTS = {"faster", "slower", "same", "unclear"}
 

@@ -10,11 +10,12 @@ import pytest
 import torch
 from helpers import ROOT, TINY_MODELS, measured, tiny_config
 
-from compilebench import comparisons, regions, stats
-from compilebench import config as configuration
-from compilebench.errors import ConfigError, UserError
-from compilebench.jobs import mode_check_job
-from compilebench.results import read_json
+from compilebench.analysis import comparisons, stats
+from compilebench.configuration import config as configuration
+from compilebench.core.errors import ConfigError, UserError
+from compilebench.core.files import read_json
+from compilebench.parent.jobs import mode_check_job
+from compilebench.worker import regions
 
 REGIONAL = {
     "c-regional": {"kind": "compile", "compile": {"regional": True}},
@@ -72,7 +73,7 @@ def test_stacks_that_tie_are_refused_naming_each_and_a_path_that_names_none_list
     resnet = configuration.experiment(
         configuration.validate(tiny_config({"resnet": TINY_MODELS["resnet"]})), "resnet", "eager", "cpu"
     )
-    from compilebench.models import architecture
+    from compilebench.worker.models import architecture
 
     built = architecture("resnet", resnet.spec)
     with pytest.raises(UserError, match=r"4 stacks tie at 2 blocks \(layer1 \(2 × BasicBlock\)") as tie:

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from compilebench.results import atomic_write, write_json
+from compilebench.core.files import atomic_write, write_json
 
 
 def test_json_is_strict_and_complete(tmp_path):
@@ -28,7 +28,7 @@ def test_interrupted_write_leaves_old_file_and_no_temporary(tmp_path):
 def test_bad_results_are_named_and_moved_aside_so_the_next_run_redoes_them(tmp_path):
     from synthetic import synthetic_results
 
-    from compilebench.results import BadResult, read_result, read_results
+    from compilebench.core.files import BadResult, read_result, read_results
 
     paths = synthetic_results(tmp_path, hardware=("cpu",))
     good, truncated, foreign = paths[0], paths[1], paths[2]
@@ -53,8 +53,8 @@ def test_bad_results_are_named_and_moved_aside_so_the_next_run_redoes_them(tmp_p
 def test_a_result_carries_the_identity_of_its_experiment():
     from helpers import tiny_config
 
-    from compilebench import config as configuration
-    from compilebench.records import result_header
+    from compilebench.configuration import config as configuration
+    from compilebench.core.records import result_header
 
     config = configuration.validate(tiny_config())
     exp = configuration.experiment(config, "resnet", "jit", "cpu")
@@ -65,7 +65,7 @@ def test_a_result_carries_the_identity_of_its_experiment():
 
 
 def _refusal(path, record, expected=None) -> str:
-    from compilebench.results import BadResult, read_result
+    from compilebench.core.files import BadResult, read_result
 
     write_json(path, record)
     with pytest.raises(BadResult) as error:
@@ -77,8 +77,8 @@ def test_a_result_that_is_not_what_it_says_is_refused_naming_what_differs(tmp_pa
     """Hand edits that keep the fingerprint: the settings, the schema version, the shape."""
     from synthetic import synthetic_results
 
-    from compilebench.records import RECORDED_SETTINGS
-    from compilebench.results import read_result
+    from compilebench.core.files import read_result
+    from compilebench.core.records import RECORDED_SETTINGS
 
     path = synthetic_results(tmp_path, hardware=("cpu",))[1]
     record = read_result(path)
@@ -100,8 +100,8 @@ def test_a_result_that_is_not_what_it_says_is_refused_naming_what_differs(tmp_pa
 def test_the_identity_a_result_must_carry_is_what_its_header_records():
     from helpers import tiny_config
 
-    from compilebench import config as configuration
-    from compilebench import records
+    from compilebench.configuration import config as configuration
+    from compilebench.core import records
 
     config = configuration.validate(tiny_config())
     exp = configuration.experiment(config, "vit", "compile-default", "cpu")

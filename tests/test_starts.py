@@ -10,10 +10,14 @@ import pytest
 from helpers import TINY_MODELS, tiny_config
 from synthetic import synthetic_starts
 
-from compilebench import config as configuration
-from compilebench import figures, first_output, paper, plan, starts, summaries, tables
-from compilebench.errors import ConfigError
-from compilebench.records import START_PARTS, START_PATHS, StartRequest
+from compilebench.analysis import summaries
+from compilebench.configuration import config as configuration
+from compilebench.configuration import plan
+from compilebench.core.errors import ConfigError
+from compilebench.core.records import START_PARTS, START_PATHS, StartRequest
+from compilebench.parent import starts
+from compilebench.report import figures, paper, tables
+from compilebench.worker import starts as worker_starts
 
 EVERY_PATH = list(START_PATHS)
 
@@ -77,12 +81,12 @@ def test_a_path_this_torch_lacks_is_unsupported_with_its_reason(monkeypatch, tmp
     owner = getattr(torch, attribute[0])
     monkeypatch.delattr(owner, attribute[1])
     _, exp = experiment()
-    record = first_output.start(StartRequest(str(tmp_path / "s.json"), exp, path=path), entered_at=0.0)
+    record = worker_starts.start(StartRequest(str(tmp_path / "s.json"), exp, path=path), entered_at=0.0)
     assert record["status"] == "unsupported"
     assert f"torch {torch.__version__} has no torch.{attribute[0]}.{attribute[1]}" in record["error"]["message"]
     if path == "precompiled":
-        build = first_output.build_artifact(
-            first_output.ArtifactRequest(str(tmp_path / "b.json"), exp, path, str(tmp_path / "f.bin"))
+        build = worker_starts.build_artifact(
+            worker_starts.ArtifactRequest(str(tmp_path / "b.json"), exp, path, str(tmp_path / "f.bin"))
         )
         assert build["status"] == "unsupported" and "load_compiled_function" in build["error"]["message"]
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from compilebench import stats
+from compilebench.analysis import stats
 
 
 def test_summary_matches_numpy():

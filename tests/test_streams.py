@@ -21,14 +21,17 @@ from helpers import (
     tiny_config,
 )
 
-from compilebench import cli, figures, jobs, paper, streams, tables
-from compilebench import config as configuration
-from compilebench.errors import ConfigError
-from compilebench.experiment import Stream
-from compilebench.layout import FIGURE_TABLES
-from compilebench.registry import table_names
-from compilebench.results import write_json
-from compilebench.standalone import write_tables
+from compilebench import cli
+from compilebench.configuration import config as configuration
+from compilebench.core.errors import ConfigError
+from compilebench.core.experiment import Stream
+from compilebench.core.files import write_json
+from compilebench.core.layout import FIGURE_TABLES
+from compilebench.parent import jobs
+from compilebench.report import figures, paper, tables
+from compilebench.report.registry import table_names
+from compilebench.report.standalone import write_tables
+from compilebench.worker import streams
 
 EXPERIMENT = ROOT / "config" / "experiments" / "shape-streams.yaml"
 STREAM = [1, 3, 2]  # three batch sizes, each new

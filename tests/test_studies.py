@@ -22,7 +22,7 @@ from helpers import (
     write_config,
 )
 
-from compilebench import pagefit
+from compilebench.report import pagefit
 
 pytestmark = pytest.mark.slow
 

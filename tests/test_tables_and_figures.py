@@ -11,8 +11,9 @@ import pytest
 from PIL import Image
 from synthetic import MODELS, MODES, synthetic_results, synthetic_starts, synthetic_sweep
 
-from compilebench import comparisons, figures, tables
-from compilebench.results import read_results
+from compilebench.analysis import comparisons
+from compilebench.core.files import read_results
+from compilebench.report import figures, tables
 
 
 @pytest.fixture
@@ -244,7 +245,7 @@ def test_the_cost_table_spreads_each_starts_compile_over_its_calls(synthetic_tab
 
 
 def test_a_cpu_the_table_does_not_list_gets_a_peak_computed_from_its_description(synthetic_tables):
-    from compilebench import peaks
+    from compilebench.core import peaks
 
     named = peaks.computed_cpu_peak("Intel(R) Xeon(R) Platinum 8488C", ["avx2", "avx512f"], 3800.0)
     assert named["per_core_tflops"]["float32"] == pytest.approx(3.8e9 * 16 * 2 * 2 / 1e12)
@@ -264,8 +265,8 @@ def test_a_cpu_the_table_does_not_list_gets_a_peak_computed_from_its_description
 
 
 def test_eager_beside_a_mode_is_set_against_the_eager_job_and_flagged_where_they_differ(tmp_path):
-    from compilebench import paper
-    from compilebench.results import write_json
+    from compilebench.core.files import write_json
+    from compilebench.report import paper
 
     paths = synthetic_results(tmp_path, hardware=("cpu",))
     one_process = tables.speedups(tables.runs_table(paths), 0.05, read_results(paths))

@@ -1,8 +1,8 @@
 import time
 
-from compilebench import timing
-from compilebench.config import MEASURE_DEFAULTS
-from compilebench.experiment import Measure
+from compilebench.configuration.config import MEASURE_DEFAULTS
+from compilebench.core.experiment import Measure
+from compilebench.worker import timing
 
 
 def test_loop_needs_both_count_and_time():

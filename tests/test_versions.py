@@ -25,7 +25,7 @@ from helpers import (
     write_config,
 )
 
-from compilebench import pyenv
+from compilebench.parent import pyenv
 
 pytestmark = pytest.mark.slow
 

@@ -6,10 +6,10 @@ import pytest
 import torch
 from helpers import ASSETS_MIRROR, measured, tiny_config, word_tokenizer
 
-from compilebench import config as configuration
-from compilebench.errors import UserError
-from compilebench.experiment import ModelSpec
-from compilebench.models import build
+from compilebench.configuration import config as configuration
+from compilebench.core.errors import UserError
+from compilebench.core.experiment import ModelSpec
+from compilebench.worker.models import build
 
 
 def spec_of(raw: dict, model: str) -> ModelSpec:
@@ -82,7 +82,7 @@ def test_image_file_goes_through_imagenet_preprocessing():
 def test_prompt_longer_than_context_is_refused_when_the_model_is_built(tmp_path):
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from compilebench.models import ModelError
+    from compilebench.worker.models import ModelError
 
     raw = tiny_config()["models"]["llama"]
     AutoModelForCausalLM.from_config(AutoConfig.for_model("llama", **raw["config"])).save_pretrained(tmp_path / "llama")

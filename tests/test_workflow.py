@@ -31,8 +31,9 @@ from helpers import (
     write_config,
 )
 
-from compilebench import layout, pagefit, records, registry
-from compilebench.assets import sha256_of
+from compilebench.core import layout, records
+from compilebench.core.files import sha256_of
+from compilebench.report import pagefit, registry
 
 pytestmark = pytest.mark.slow
 
@@ -347,8 +348,9 @@ STANDALONE_TABLES = """
 import sys
 from pathlib import Path
 
-from compilebench import config, standalone
-from compilebench.results import run_result_paths
+from compilebench.configuration import config
+from compilebench.report import standalone
+from compilebench.core.files import run_result_paths
 
 standalone.write_tables(run_result_paths("results"), config.load("config/config.yaml"), Path(sys.argv[1]))
 """
@@ -356,7 +358,7 @@ standalone.write_tables(run_result_paths("results"), config.load("config/config.
 
 def test_a_table_added_to_the_registry_alone_is_planned_and_built_standalone(finished, tmp_path):
     project, _, _ = finished
-    source = project / "src" / "compilebench" / "registry.py"
+    source = project / "src" / "compilebench" / "report" / "registry.py"
     with edited(source, source.read_text() + ADDED_TABLE):
         assert "results/tables/models_per_mode.csv" in planned_outputs(project)
         done = subprocess.run(
@@ -395,7 +397,7 @@ def test_engine_code_change_reruns_benchmarks(finished):
 
 def test_a_comment_or_docstring_edit_in_a_worker_module_plans_nothing(finished):
     project, _, _ = finished
-    source = project / "src" / "compilebench" / "timing.py"
+    source = project / "src" / "compilebench" / "worker" / "timing.py"
     text = source.read_text()
     reworded = text.replace("Device-synchronized clocks", "Device-synchronised clocks", 1)
     assert reworded != text
@@ -413,7 +415,7 @@ def test_a_report_side_code_edit_measures_nothing(finished):
 def test_a_statistics_edit_rebuilds_results_from_their_records_without_measuring(finished):
     """The rebuilt results equal the measured ones where the estimator did not change."""
     project, config, _ = finished
-    source = project / "src" / "compilebench" / "stats.py"
+    source = project / "src" / "compilebench" / "analysis" / "stats.py"
     runs = project / "results" / "runs" / "cpu"
     before = {p: json.loads(p.read_text()) for p in runs.glob("*/*.json")}
     made = {p: p.stat().st_mtime_ns for p in runs.glob("*/*.json")}
@@ -568,7 +570,7 @@ def test_an_inductor_option_torch_does_not_know_fails_its_check_with_the_key(tmp
 
 def test_rewording_a_validation_message_reruns_no_measurement(finished):
     project, _, _ = finished
-    path = project / "src" / "compilebench" / "config.py"
+    path = project / "src" / "compilebench" / "configuration" / "config.py"
     original = path.read_text()
     assert "expected at least one model entry" in original
     path.write_text(original.replace("expected at least one model entry", "expected one model entry or more"))

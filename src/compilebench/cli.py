@@ -9,12 +9,14 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from . import comparisons, jobs, plan, summaries
-from . import config as configuration
-from .experiment import Experiment
-from .joblog import log_to_stderr
-from .records import Result
-from .tables import write_csv
+from .analysis import comparisons, summaries
+from .configuration import config as configuration
+from .configuration import plan
+from .core.experiment import Experiment
+from .core.joblog import log_to_stderr
+from .core.records import Result
+from .parent import jobs
+from .report.tables import write_csv
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,0 +1,511 @@
+"""Figures: each a function from tidy tables to a matplotlib figure, saved as SVG (HTML) and PNG (PDF)."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from ..core.layout import FIGURE_NAMES  # noqa: E402
+from ..core.modes import MODE_NAMES, label, ordered  # noqa: E402
+from ..core.records import COMPILE_PHASES, START_PARTS  # noqa: E402
+
+BUILTIN_COLORS = dict(zip(MODE_NAMES, sns.color_palette("colorblind", len(MODE_NAMES))))
+DEFINED_COLORS = sns.color_palette("dark", 10)
+
+
+def color(mode: str):
+    """A mode's colour, the same in every figure and every run: defined modes hash into a second palette."""
+    return BUILTIN_COLORS.get(mode) or DEFINED_COLORS[zlib.crc32(mode.encode()) % len(DEFINED_COLORS)]
+
+
+@dataclass
+class Tables:
+    """What the figures read: the tidy tables, nothing else."""
+
+    runs: pd.DataFrame
+    samples: pd.DataFrame
+    speedups: pd.DataFrame
+    hardware_costs: pd.DataFrame
+    scaling: pd.DataFrame
+    comparison: pd.DataFrame
+    compile_phases: pd.DataFrame
+    stream_calls: pd.DataFrame
+    compile_depth: pd.DataFrame
+    start_paths: pd.DataFrame
+
+    @property
+    def ok(self) -> pd.DataFrame:
+        return self.runs[self.runs["status"] == "ok"]
+
+
+def _modes(frame: pd.DataFrame) -> list[str]:
+    return ordered(frame["mode"])
+
+
+def _empty(message: str) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(6, 1.2))
+    ax.axis("off")
+    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=11, color="0.35")
+    return fig
+
+
+def _grid(rows: list, cols: list, width: float = 3.2, height: float = 2.8):
+    fig, axes = plt.subplots(
+        len(rows), len(cols), figsize=(max(4, width * len(cols)), height * len(rows)), squeeze=False
+    )
+    return fig, axes
+
+
+def _per_model_panels(frame: pd.DataFrame, draw: Callable, ylabel: str) -> plt.Figure:
+    """One panel per hardware (rows) and model (columns); `draw(ax, subframe)` fills each."""
+    hardware, models = sorted(frame["hardware"].unique()), list(dict.fromkeys(frame["model"]))
+    fig, axes = _grid(hardware, models)
+    for i, hw in enumerate(hardware):
+        for j, model in enumerate(models):
+            ax = axes[i][j]
+            sub = frame[(frame["hardware"] == hw) & (frame["model"] == model)]
+            if sub.empty:
+                ax.axis("off")
+                continue
+            draw(ax, sub)
+            ax.set_title(f"{model} · {hw}", fontsize=9)
+            ax.set_xlabel("")
+            ax.set_ylabel(ylabel if j == 0 else "")
+    fig.tight_layout()
+    return fig
+
+
+def _bars(ax, frame: pd.DataFrame, value: str, low: str | None = None, high: str | None = None) -> None:
+    modes = _modes(frame)
+    data = frame.set_index("mode").reindex(modes)
+    heights = data[value].to_numpy(dtype=float)
+    yerr = None
+    if low and high:
+        yerr = np.vstack([heights - data[low].to_numpy(dtype=float), data[high].to_numpy(dtype=float) - heights])
+        yerr = np.nan_to_num(np.clip(yerr, 0, None))
+    ax.bar(range(len(modes)), heights, yerr=yerr, capsize=3, color=[color(m) for m in modes])
+    ax.set_xticks(range(len(modes)), [label(m) for m in modes], rotation=35, ha="right", fontsize=8)
+
+
+def latency_by_mode(t: Tables) -> plt.Figure:
+    """1. Median latency by mode with its 95% interval, one panel per model and hardware."""
+    if t.ok.empty:
+        return _empty("No successful runs to plot.")
+    return _per_model_panels(
+        t.ok, lambda ax, f: _bars(ax, f, "median_ms", "ci95_low_ms", "ci95_high_ms"), "median latency (ms)"
+    )
+
+
+def generation_throughput(t: Tables) -> plt.Figure:
+    """2. Text generation: tokens/s and time to first token by mode."""
+    gen = t.ok.dropna(subset=["tokens_per_s"])
+    if gen.empty:
+        return _empty("No text-generation experiments in this run.")
+    keys = list(dict.fromkeys(zip(gen["hardware"], gen["model"])))
+    fig, axes = _grid(keys, ["tokens/s", "ttft"])
+    for i, (hw, model) in enumerate(keys):
+        frame = gen[(gen["hardware"] == hw) & (gen["model"] == model)]
+        _bars(axes[i][0], frame, "tokens_per_s")
+        axes[i][0].set_ylabel("tokens/s")
+        axes[i][0].set_title(f"{model} · {hw}: throughput", fontsize=9)
+        _bars(axes[i][1], frame, "ttft_ms")
+        axes[i][1].set_ylabel("time to first token (ms)")
+        axes[i][1].set_title(f"{model} · {hw}: first token", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def speedup_heatmap(t: Tables) -> plt.Figure:
+    """3. Interleaved speedup over eager, model x mode, one heatmap per hardware."""
+    sp = t.speedups[t.speedups["status"] == "ok"].dropna(subset=["speedup"])
+    if sp.empty:
+        return _empty("No non-eager runs to compare with eager.")
+    hardware = sorted(sp["hardware"].unique())
+    fig, axes = plt.subplots(
+        1, len(hardware), figsize=(5.5 * len(hardware), 0.6 * sp["model"].nunique() + 2), squeeze=False
+    )
+    for ax, hw in zip(axes[0], hardware):
+        grid = sp[sp["hardware"] == hw].pivot_table(index="model", columns="mode", values="speedup")
+        grid = grid[ordered(grid.columns)]
+        sns.heatmap(grid, ax=ax, annot=True, fmt=".2f", cmap="RdYlGn", center=1.0, cbar_kws={"label": "speedup (×)"})
+        ax.set_title(hw, fontsize=10)
+        ax.set_xlabel("")
+        ax.set_ylabel("")
+        ax.tick_params(axis="x", labelrotation=30)
+    fig.tight_layout()
+    return fig
+
+
+def compile_cost(t: Tables) -> plt.Figure:
+    """4. What each mode costs to compile (first call, cold cache) and what it buys."""
+    sp = t.speedups[(t.speedups["status"] == "ok") & t.speedups["compile_s"].notna()]
+    if sp.empty:
+        return _empty("No non-eager runs to compare with eager.")
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for mode in _modes(sp):
+        frame = sp[sp["mode"] == mode]
+        yerr = np.clip(
+            np.vstack([frame["speedup"] - frame["speedup_ci95_low"], frame["speedup_ci95_high"] - frame["speedup"]]),
+            0,
+            None,
+        )
+        ax.errorbar(frame["compile_s"], frame["speedup"], yerr=yerr, fmt="o", color=color(mode), label=mode, capsize=3)
+        for _, row in frame.iterrows():
+            ax.annotate(
+                row["model"], (row["compile_s"], row["speedup"]), fontsize=7, xytext=(4, 3), textcoords="offset points"
+            )
+    ax.axhline(1.0, color="0.5", lw=0.8, ls="--")
+    ax.set_xscale("log")
+    ax.set_xlabel("first call, cold compile (s, log scale)")
+    ax.set_ylabel("speedup over eager (×)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def latency_distributions(t: Tables) -> plt.Figure:
+    """5. Raw per-iteration latencies, box per mode, one panel per model and hardware."""
+    if t.samples.empty:
+        return _empty("No latency samples in this run.")
+
+    def boxes(ax, frame: pd.DataFrame) -> None:
+        order = _modes(frame)
+        sns.boxplot(
+            data=frame,
+            x="mode",
+            y="latency_ms",
+            hue="mode",
+            order=order,
+            palette={m: color(m) for m in order},
+            ax=ax,
+            fliersize=2,
+            legend=False,
+        )
+        ax.set_xticks(range(len(order)), [label(m) for m in order], rotation=35, ha="right", fontsize=8)
+
+    return _per_model_panels(t.samples, boxes, "latency (ms)")
+
+
+def hardware_comparison(t: Tables) -> plt.Figure:
+    """6. p90 latency normalized to a baseline hardware; cost per million inferences where priced."""
+    frame = t.hardware_costs
+    if frame["hardware"].nunique() < 2 and frame["cost_per_million"].isna().all():
+        return _empty("One hardware entry and no prices: nothing to compare.")
+    frame = frame.assign(label=frame["model"] + " / " + frame["mode"].map(label))
+    priced = frame.dropna(subset=["cost_per_million"])
+    panels = 2 if not priced.empty else 1
+    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 0.3 * frame["label"].nunique() + 2), squeeze=False)
+    sns.barplot(data=frame, y="label", x="relative_p90", hue="hardware_label", ax=axes[0][0], orient="h")
+    axes[0][0].axvline(1.0, color="0.4", lw=0.8, ls="--")
+    axes[0][0].set_xlabel(f"p90 latency relative to {frame['baseline_hardware'].iloc[0]}")
+    axes[0][0].set_ylabel("")
+    if not priced.empty:
+        sns.barplot(data=priced, y="label", x="cost_per_million", hue="hardware_label", ax=axes[0][1], orient="h")
+        axes[0][1].set_xlabel("cost per million inferences (price units)")
+        axes[0][1].set_ylabel("")
+    fig.tight_layout()
+    return fig
+
+
+def peak_memory(t: Tables) -> plt.Figure:
+    """7. Peak memory by mode (GPU allocator peak; CPU peak RSS over the pre-model baseline)."""
+    ok = t.ok.dropna(subset=["peak_memory_bytes"])
+    if ok.empty:
+        return _empty("No memory measurements in this run.")
+    ok = ok.assign(peak_mib=ok["peak_memory_bytes"] / 2**20)
+    return _per_model_panels(ok, lambda ax, f: _bars(ax, f, "peak_mib"), "peak memory (MiB)")
+
+
+def scaling(t: Tables) -> plt.Figure:
+    """8. Latency, throughput and speedup against the swept setting, one row per swept model and hardware."""
+    frame = t.scaling
+    if frame.empty:
+        return _empty("No model has a sweep in this run.")
+    keys = list(dict.fromkeys(zip(frame["sweep_of"], frame["hardware"])))
+    throughput = "tokens_per_s" if frame["tokens_per_s"].notna().any() else "samples_per_s"
+    panels = [("median_ms", "ci95_low_ms", "ci95_high_ms", "median latency (ms)"),
+              (throughput, None, None, throughput.replace("_per_s", "/s")),
+              ("speedup", "speedup_ci95_low", "speedup_ci95_high", "speedup over eager (×)")]  # fmt: skip
+    fig, axes = _grid(keys, panels, width=3.6)
+    for i, (model, hardware) in enumerate(keys):
+        sub = frame[(frame["sweep_of"] == model) & (frame["hardware"] == hardware)]
+        for j, (value, low, high, ylabel) in enumerate(panels):
+            ax = axes[i][j]
+            for (mode, series), line in sub.groupby(["mode", "series"], sort=False, dropna=False):
+                line = line.dropna(subset=[value])
+                if line.empty:
+                    continue
+                yerr = None
+                if low:
+                    yerr = np.clip(np.vstack([line[value] - line[low], line[high] - line[value]]), 0, None)
+                name = mode if not isinstance(series, str) or not series else f"{mode} · {series}"
+                ax.errorbar(line["value"], line[value], yerr=yerr, marker="o", capsize=3, color=color(mode), label=name)
+            if value == "speedup":
+                ax.axhline(1.0, color="0.5", lw=0.8, ls="--")
+            if sub["swept"].iloc[0] != "dtype":
+                values = sorted(sub["value"].unique())
+                ax.set_xscale("log", base=2)
+                ax.set_xticks(values, [f"{v:g}" for v in values])
+                ax.minorticks_off()
+            ax.set_xlabel(sub["swept"].iloc[0])
+            ax.set_ylabel(ylabel)
+            ax.set_title(f"{model} · {hardware}", fontsize=9)
+        axes[i][0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+VERDICT_COLORS = dict(zip(("faster", "slower", "same", "unclear"), sns.color_palette("colorblind", 4)))
+
+
+def comparison(t: Tables) -> plt.Figure:
+    """9. A forest plot: each experiment on each hardware entry against the baseline entry, the ratio with its
+    interval coloured by verdict, the band of `same` shaded; the geometric means as diamonds."""
+    frame = t.comparison
+    if frame.empty:
+        return _empty("One hardware entry ran: there is no other to compare with the baseline.")
+    rows = list(frame.itertuples())[::-1]  # the table's first row on top
+    fig, ax = plt.subplots(figsize=(7, 1.2 + 0.28 * len(rows)))
+    threshold = float(frame["threshold"].iloc[0])
+    ax.axvspan(1 - threshold, 1 + threshold, color="0.88", zorder=0)
+    ax.axvline(1.0, color="0.45", lw=0.8, zorder=1)
+    for y, row in enumerate(rows):
+        error = [[row.ratio - row.ratio_ci95_low], [row.ratio_ci95_high - row.ratio]]
+        marker = "D" if row.scope == "geomean" else "o"
+        ax.errorbar(row.ratio, y, xerr=error, fmt=marker, color=VERDICT_COLORS[row.verdict], capsize=2.5, ms=4)
+    labels = [
+        f"{r.hardware} · {r.model} · {r.mode}"
+        if r.scope == "experiment"
+        else f"{r.hardware} · geometric mean · {r.mode}"
+        for r in rows
+    ]
+    ax.set_yticks(range(len(rows)), labels, fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlabel(f"ratio of medians, {frame['baseline_hardware'].iloc[0]} / entry (above 1: faster than baseline)")
+    handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=v) for v, c in VERDICT_COLORS.items()]
+    handles.append(plt.Rectangle((0, 0), 1, 1, color="0.88", label=f"same: 1 ± {threshold:g}"))
+    ax.legend(handles=handles, fontsize=7, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+PHASE_COLORS = dict(
+    zip((*COMPILE_PHASES, "unexplained"), [*sns.color_palette("Set2", len(COMPILE_PHASES)), (0.75, 0.75, 0.75)])
+)
+
+
+def compile_phase_bars(t: Tables) -> plt.Figure:
+    """10. Each compiled run's cold and warm start as stacked bars of torch's compile phases."""
+    frame = t.compile_phases[t.compile_phases["start"].isin(["cold", "warm"])]
+    if frame.empty:
+        return _empty("No compiled run recorded torch's compile phases.")
+    bars = list(frame.groupby(["hardware", "model", "mode", "start"], sort=False))
+    fig, ax = plt.subplots(figsize=(7, 0.9 + 0.32 * len(bars)))
+    shown = set()
+    for y, (_, rows) in enumerate(bars):
+        left = 0.0
+        for row in rows.itertuples():
+            ax.barh(
+                y,
+                row.seconds,
+                left=left,
+                color=PHASE_COLORS[row.phase],
+                label=None if row.phase in shown else row.phase,
+            )
+            shown.add(row.phase)
+            left += max(row.seconds, 0)
+    ax.set_yticks(range(len(bars)), [f"{m} · {mode} · {start} ({hw})" for (hw, m, mode, start), _ in bars], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds to the first result")
+    ax.legend(fontsize=7, ncol=4, loc="lower left", bbox_to_anchor=(0, 1.0), frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def pay_off(t: Tables) -> plt.Figure:
+    """11. Cumulative time against calls, eager against each compiled mode, cold and warm: where they cross,
+    compiling has paid for itself."""
+    ok = t.ok
+    eager = ok[ok["mode"] == "eager"].set_index(["hardware", "model"])
+    compiled = ok[
+        (ok["mode"] != "eager") & ok["compile_s"].notna() & ok.set_index(["hardware", "model"]).index.isin(eager.index)
+    ]
+    if compiled.empty:
+        return _empty("No compiled run with an eager run to set it against.")
+    panels = list(dict.fromkeys(zip(compiled["hardware"], compiled["model"])))
+    fig, axes = _grid([0], panels, width=3.4, height=3.0)
+    calls = np.logspace(0, 7, 200)
+    for ax, (hardware, model) in zip(axes[0], panels):
+        base = eager.loc[(hardware, model)]
+        ax.plot(
+            calls, base["first_call_s"] + (calls - 1) * base["median_ms"] / 1e3, color=color("eager"), label="eager"
+        )
+        for row in compiled[(compiled["hardware"] == hardware) & (compiled["model"] == model)].itertuples():
+            per_call = (calls - 1) * row.median_ms / 1e3
+            ax.plot(calls, row.compile_s + per_call, color=color(row.mode), label=f"{row.mode} (cold)")
+            if pd.notna(row.compile_warm_s):
+                ax.plot(
+                    calls, row.compile_warm_s + per_call, color=color(row.mode), ls="--", label=f"{row.mode} (warm)"
+                )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"{model} · {hardware}", fontsize=9)
+        ax.set_xlabel("calls")
+    axes[0][0].set_ylabel("cumulative time (s)")
+    axes[0][0].legend(fontsize=6)
+    fig.tight_layout()
+    return fig
+
+
+def _model_panels(frame: pd.DataFrame, model_column: str, width: float):
+    """One panel per model and hardware, as they first appear: the figure, its axes, and each panel's axes, model,
+    hardware and rows."""
+    keys = list(dict.fromkeys(zip(frame[model_column], frame["hardware"])))
+    fig, axes = _grid([0], keys, width=width, height=3.0)
+    rows = [frame[(frame[model_column] == model) & (frame["hardware"] == hardware)] for model, hardware in keys]
+    return fig, axes, [(ax, *key, sub) for ax, key, sub in zip(axes[0], keys, rows)]
+
+
+def stream_time(t: Tables) -> plt.Figure:
+    """12. Cumulative time over each shape stream, eager and each mode, compiles marked."""
+    frame = t.stream_calls
+    if frame.empty:
+        return _empty("No model has a shape stream in this run.")
+    fig, axes, panels = _model_panels(frame, "model", width=4.2)
+    for ax, model, hardware, sub in panels:
+        first = "eager" if (sub["mode"] == "eager").any() else sub["mode"].iloc[0]
+        eager = sub[sub["mode"] == first]  # eager's own pass, timed beside a mode in its job
+        ax.plot(eager["call"], eager["eager_ms"].cumsum() / 1e3, color=color("eager"), label="eager", lw=1.5)
+        for mode, calls in sub[sub["mode"] != "eager"].groupby("mode", sort=False):
+            total = calls["latency_ms"].cumsum() / 1e3
+            ax.plot(calls["call"], total, color=color(mode), label=mode, lw=1.5)
+            compiled = calls["compiled"].astype(bool).to_numpy()
+            ax.scatter(calls["call"][compiled], total[compiled], color=color(mode), marker="x", s=30, zorder=3)
+        ax.set_yscale("log")
+        ax.set_xlabel(f"call ({sub['axis'].iloc[0]} varies)")
+        ax.set_ylabel("cumulative time (s)")
+        ax.set_title(f"{model} · {hardware}", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def compile_depth(t: Tables) -> plt.Figure:
+    """13. Cold compile seconds against depth, one line per compiling mode, each with its trend per layer."""
+    frame = t.compile_depth
+    if frame.empty:
+        return _empty("No model is swept over num_hidden_layers in this run.")
+    fig, axes, panels = _model_panels(frame, "sweep_of", width=3.6)
+    for ax, model, hardware, sub in panels:
+        for mode in _modes(sub):
+            line = sub[sub["mode"] == mode]
+            has_ci = line["compile_ci95_low"].notna() & line["compile_ci95_high"].notna()
+            low = (line["compile_s"] - line["compile_ci95_low"]).where(has_ci, 0).clip(lower=0)
+            high = (line["compile_ci95_high"] - line["compile_s"]).where(has_ci, 0).clip(lower=0)
+            slope = line["slope_s_per_layer"].iloc[0]
+            trend = f" ({slope:+.2f} s/layer)" if pd.notna(slope) else ""
+            ax.errorbar(
+                line["num_hidden_layers"], line["compile_s"], yerr=[low, high], fmt="o-", capsize=3,
+                color=color(mode), label=f"{mode}{trend}",
+            )  # fmt: skip
+        ax.set_xlabel("num_hidden_layers")
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{model} · {hardware}", fontsize=9)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("cold compile (s)")
+    fig.tight_layout()
+    return fig
+
+
+START_PART_COLORS = dict(zip(START_PARTS, sns.color_palette("Set2", len(START_PARTS))))
+
+
+def starts(t: Tables) -> plt.Figure:
+    """14. From process start to first output: each path's median parts stacked, its interval on the total, and
+    eager's start as the floor; a path that could not start says why in short."""
+    frame = t.start_paths
+    if frame.empty:
+        return _empty("No experiment times its starts (measure.starts).")
+    keys = list(dict.fromkeys(zip(frame["hardware"], frame["model"], frame["mode"])))
+    paths = frame.groupby(["hardware", "model", "mode"]).size().max()
+    fig, axes = plt.subplots(len(keys), 1, figsize=(7, (0.9 + 0.35 * paths) * len(keys)), squeeze=False)
+    for ax, key in zip(axes[:, 0], keys):
+        sub = frame[(frame["hardware"] == key[0]) & (frame["model"] == key[1]) & (frame["mode"] == key[2])]
+        sub = sub.reset_index(drop=True)
+        ok = sub["status"] == "ok"
+        left = np.zeros(len(sub))
+        for part in START_PARTS:
+            widths = sub[part].where(ok, 0).fillna(0).to_numpy(dtype=float)
+            ax.barh(sub.index, widths, left=left, color=START_PART_COLORS[part], label=part.removesuffix("_s"))
+            left += widths
+        totals = sub["total_s"].to_numpy(dtype=float)
+        err = np.vstack([totals - sub["total_ci95_low"], sub["total_ci95_high"] - totals])
+        ax.errorbar(totals, sub.index, xerr=np.nan_to_num(np.clip(err, 0, None)), fmt="none", ecolor="0.2", capsize=3)
+        for i, row in sub[~ok].iterrows():
+            ax.text(0, i, f" {row['status']}: {str(row['reason'] or '')[:60]}", va="center", fontsize=6, color="0.35")
+        eager = sub.loc[sub["path"] == "eager", "total_s"]
+        if not eager.dropna().empty:
+            ax.axvline(float(eager.iloc[0]), color="0.3", ls="--", lw=1, label="eager's start")
+        ax.set_yticks(sub.index, sub["path"], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_title(f"{key[1]} · {key[2]} · {key[0]}", fontsize=9)
+        ax.set_xlabel("seconds from process start to first output")
+    axes[0][0].legend(fontsize=6, ncol=4, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+FIGURES: dict[str, Callable[[Tables], plt.Figure]] = {
+    "latency": latency_by_mode,
+    "generation": generation_throughput,
+    "speedup_heatmap": speedup_heatmap,
+    "compile_cost": compile_cost,
+    "distributions": latency_distributions,
+    "hardware": hardware_comparison,
+    "memory": peak_memory,
+    "scaling": scaling,
+    "comparison": comparison,
+    "compile_phases": compile_phase_bars,
+    "pay_off": pay_off,
+    "streams": stream_time,
+    "compile_depth": compile_depth,
+    "starts": starts,
+}
+
+
+assert tuple(FIGURES) == FIGURE_NAMES, "layout.FIGURE_NAMES must list FIGURES in order"
+
+
+def load_tables(*paths: str | Path) -> Tables:
+    """The tables the figures read, in the order of `Tables`' fields."""
+    return Tables(*(pd.read_csv(path) for path in paths))
+
+
+def _save(fig: plt.Figure, handle, *, fmt: str, metadata: dict | None) -> None:
+    fig.savefig(handle, format=fmt, dpi=150, bbox_inches="tight", metadata=metadata)
+
+
+def render(name: str, tables: Tables, outputs: list[str | Path]) -> None:
+    """Draw figure `name` and save it to each output (format from the suffix), atomically."""
+    from ..core.files import atomic_write
+
+    sns.set_theme(style="whitegrid", context="paper")
+    fig = FIGURES[name](tables)
+    try:
+        for out in outputs:
+            fmt = Path(out).suffix.lstrip(".")
+            metadata = {"Date": None} if fmt == "svg" else None  # reproducible SVGs: no timestamp
+            atomic_write(out, partial(_save, fig, fmt=fmt, metadata=metadata))
+    finally:
+        plt.close(fig)
