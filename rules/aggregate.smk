@@ -1,4 +1,4 @@
-# One rule per table declared in compilebench's table registry (src/compilebench/registry.py).
+# One rule per table declared in compilebench's table registry (src/compilebench/report/registry.py).
 for spec in registry.TABLES.values():
 
     rule:

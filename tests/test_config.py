@@ -334,3 +334,16 @@ def test_no_experiment_of_a_shipped_or_test_config_changes_its_fingerprint():
     recorded, now = json.loads(GOLDEN.read_text()), digests()
     assert set(now) == set(recorded)
     assert {name for name in now if now[name] != recorded[name]} == set()
+
+
+def test_the_configuration_reference_is_the_schema_written_out_and_describes_every_key():
+    from compilebench.configuration import reference
+
+    written = reference.markdown()
+    assert (ROOT / "docs" / "configuration.md").read_text() == written, (
+        "docs/configuration.md is out of date: python -m compilebench.configuration.reference > docs/configuration.md"
+    )
+    rows = [line for line in written.splitlines() if line.startswith("| `")]
+    keys = {row.split(" | ")[0][2:] for row in rows}
+    assert {"`measure.processes`", "`hardware.NAME.env`", "`models.NAME.stream`"} <= keys
+    assert [row for row in rows if row.endswith("|  |")] == []  # every key says what it means

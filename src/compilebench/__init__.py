@@ -4,4 +4,4 @@ Which code each job of the workflow runs, and when a change to it reruns that jo
 imports (`codebase`), not from a list kept by hand.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

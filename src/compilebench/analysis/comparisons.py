@@ -2,9 +2,10 @@
 
 A comparison is a ratio of medians with a 95% interval (`Ratio`), read as a speedup: base over new, so that
 above 1 the new side is faster. Its sides are processes' samples, each process timed in interleaved blocks. Within
-a process, whole blocks are resampled (a slow stretch of the machine stays in one unit); across processes, the
-processes are resampled first (each fresh process lands in its own state, and between processes the variance is
-larger): the two-level bootstrap. With one process a side, it is that process's block bootstrap.
+a process, whole blocks are resampled (a slow stretch of the machine stays in one unit); across processes (each
+fresh process lands in its own state, and between processes the variance is larger), the mean of the processes'
+values is drawn from Student's t over their spread: the two-level interval (`stats`). With one process a side, it
+is that process's block bootstrap.
 
 Speedups over eager and the noise floor (eager against itself) pair the two sides within each process; a mode
 effect is the quotient of two jobs' speedups, so that each job's drift cancels in its own ratio first; a platform
@@ -534,7 +535,8 @@ def _processes_said(experiments: pd.DataFrame) -> list[str]:
     lines = [
         "processes per experiment: "
         + ", ".join(f"{side} {'/'.join(map(str, n))}" for side, n in counts.items())
-        + " (intervals over several processes are two-level: processes, then blocks within each)"
+        + " (intervals over several processes are two-level: Student's t over the processes' values,"
+        + " each from its blocks)"
     ]
     for side, n in counts.items():
         if 1 in n:

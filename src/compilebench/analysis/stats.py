@@ -106,7 +106,7 @@ def geometric_mean(ratios: list[Ratio]) -> Ratio:
 def paired(pairs: list[tuple[Timed, Timed]], *, resamples: int = 2000, seed: int = 0) -> Ratio:
     """Median of the first side over median of the second, both timed in the same processes (eager and a mode
     interleaved): per process the block bootstrap resamples block i of one side with block i of the other, and
-    across processes the processes are resampled (two-level)."""
+    across processes their mean is drawn from Student's t over their spread (two-level)."""
     rng = np.random.default_rng(seed)
     points, replicates, methods = [], [], []
     for a, b in pairs:

@@ -7,7 +7,8 @@ on disk (`results/processes/…`), so that a fix here rebuilds every result with
 
 The first process is the cold start. The others start from the compile caches it wrote, so their first calls are
 warm starts (`compile_warm_samples_s`). The result keeps each process's own figures under `processes`, and pools
-them in the fields a one-process result has, each interval over processes drawn by the two-level bootstrap.
+them in the fields a one-process result has, each interval over processes two-level (Student's t over the
+processes' values, each with its own block bootstrap).
 Records that disagree on what must agree (torch, device, threads, the experiment) are refused with both values.
 """
 
