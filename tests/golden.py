@@ -19,7 +19,7 @@ GOLDEN = Path(__file__).with_name("golden_digests.json")
 SHIPPED = [
     "config/config.yaml",
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "config" / "experiments").glob("*.yaml")),
-    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "benchmarks").glob("*.yaml")),
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "benchmarks" / "gpu").glob("*.yaml")),
 ]
 
 

@@ -3,7 +3,7 @@
 Run from a project folder after `snakemake --cores 4` has produced results/tables/ and
 results/env/; writes into a temporary folder and prints the seconds each stage took.
 
-    python benchmarks/render_paper.py [--config config/config.yaml]
+    python benchmarks/tools/render_paper.py [--config config/config.yaml]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def main() -> None:
     begin = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         seconds = write_paper(
-            tables, envs, config, Path(tmp), "snakemake --cores 4", Path(__file__).parents[1] / "report"
+            tables, envs, config, Path(tmp), "snakemake --cores 4", Path(__file__).parents[2] / "report"
         )
     total = time.perf_counter() - begin
     print(f"figures (7, SVG + PNG): {seconds['figures']:.1f} s")

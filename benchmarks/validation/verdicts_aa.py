@@ -9,7 +9,7 @@ here is a false verdict, and `unclear` an interval too wide for the threshold. W
 for F = 1.3. `--reuse DIR` compares two runs kept earlier with `--keep DIR` instead of
 running again.
 
-    python benchmarks/verdicts_aa.py [--config config/experiments/aa.yaml] [--threshold 0.05]
+    python benchmarks/validation/verdicts_aa.py [--config config/experiments/aa.yaml] [--threshold 0.05]
         [--scale 1.3] [--keep DIR | --reuse DIR]
 """
 
@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fresh_run import ROOT, run_pipeline
+from plain import ROOT, run_pipeline
 
 from compilebench.analysis import comparisons
 

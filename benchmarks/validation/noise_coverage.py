@@ -8,7 +8,7 @@ of the time. Each repetition's samples get two intervals: a bootstrap of single 
 (which takes correlated consecutive samples as independent) and the paired block
 bootstrap the engine uses. Target: 90-98% coverage.
 
-    python benchmarks/noise_coverage.py [--config config/config.yaml] [--repeats 20] [--min-time-s S]
+    python benchmarks/validation/noise_coverage.py [--config config/config.yaml] [--repeats 20] [--min-time-s S]
 """
 
 from __future__ import annotations
@@ -17,14 +17,13 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+from plain import ROOT
 
 from compilebench.analysis import stats
 from compilebench.configuration import config as configuration
 from compilebench.core.experiment import Experiment
 from compilebench.parent.jobs import apply_hardware
 from compilebench.worker import runner, timing
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def aa_intervals(exp: Experiment, repeats: int) -> list[dict]:

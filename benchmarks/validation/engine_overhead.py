@@ -7,7 +7,7 @@ Prints two figures:
 Both are taken in one process, alternating engine and Timer rounds, so machine drift
 hits them alike.
 
-    python benchmarks/engine_overhead.py [--rounds 5] [--threads N]
+    python benchmarks/validation/engine_overhead.py [--rounds 5] [--threads N]
 """
 
 from __future__ import annotations

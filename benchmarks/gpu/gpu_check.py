@@ -6,7 +6,7 @@ paper, and prints the measured table with the decode bandwidth as a fraction of 
 device's peak. Jobs run in a fixed order within a wall-clock budget; a job the budget
 cannot fit becomes a `timeout` result, as in the workflow.
 
-    python benchmarks/gpu_check.py [--config benchmarks/gpu-check.yaml] [--out gpu-check] [--budget-s 420]
+    python benchmarks/gpu/gpu_check.py [--config benchmarks/gpu/gpu-check.yaml] [--out gpu-check] [--budget-s 420]
         [--modes compile-max-autotune]
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
 from compilebench.configuration import config as configuration  # noqa: E402
@@ -48,7 +48,7 @@ def _job_order(config: dict) -> list[tuple[str, str]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", type=Path, default=ROOT / "benchmarks" / "gpu-check.yaml")
+    parser.add_argument("--config", type=Path, default=ROOT / "benchmarks" / "gpu" / "gpu-check.yaml")
     parser.add_argument("--out", type=Path, default=Path("gpu-check"))
     parser.add_argument("--budget-s", type=float, default=420.0, help="wall-clock seconds for all benchmark jobs")
     parser.add_argument(
@@ -138,7 +138,7 @@ def main() -> int:
         [env_record],
         config,
         layout.REPORT_OUT,
-        f"python benchmarks/gpu_check.py --config {args.config}",
+        f"python benchmarks/gpu/gpu_check.py --config {args.config}",
         ROOT / "report",
         pdf=pdf,
     )

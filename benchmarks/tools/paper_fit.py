@@ -1,6 +1,6 @@
 """Does each paper fit its pages? Prints, per PDF, its pages and every word that runs past the printable width.
 
-python benchmarks/paper_fit.py results/report/paper.pdf [OTHER.pdf ...]
+python benchmarks/tools/paper_fit.py results/report/paper.pdf [OTHER.pdf ...]
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ times eager in phases around the mode, with plain loops (no compilebench timing 
 Each figure is a median over at least `--seconds` (and 100 calls), and printed with its ratio to `fresh`: a
 ratio above 1 in `after` is a compile aftermath, in `interleaved` alone an effect of alternating.
 
-    python benchmarks/eager_beside.py [--only vit-tiny.bs8 llama-tiny] [--modes compile-default]
-    python benchmarks/eager_beside.py --compile-threads 1     # inductor compiles in this process
+    python benchmarks/validation/eager_beside.py [--only vit-tiny.bs8 llama-tiny] [--modes compile-default]
+    python benchmarks/validation/eager_beside.py --compile-threads 1     # inductor compiles in this process
 """
 
 from __future__ import annotations
@@ -25,15 +25,13 @@ import sys
 import time
 from pathlib import Path
 
-from fidelity import _median_ms, _plain_mode, _plain_setup, selected
+from plain import ROOT, plain_mode, plain_setup, samples_ms, selected
 
 from compilebench.configuration import config as configuration
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def median_ms(fn, seconds: float) -> float:
-    return _median_ms(fn, 3, seconds)
+    return statistics.median(samples_ms(fn, 3, seconds))
 
 
 def interleaved_ms(eager, mode, seconds: float, block: int) -> tuple[float, float]:
@@ -49,7 +47,7 @@ def interleaved_ms(eager, mode, seconds: float, block: int) -> tuple[float, floa
 
 
 def phases(exp: dict, seconds: float, block: int, compile_threads: int | None) -> dict:
-    torch, settings, model, inputs, call = _plain_setup(exp)
+    torch, settings, model, inputs, call = plain_setup(exp)
     if compile_threads is not None:
         torch._inductor.config.compile_threads = compile_threads
     eager = call(model)
@@ -58,7 +56,7 @@ def phases(exp: dict, seconds: float, block: int, compile_threads: int | None) -
         out["fresh"] = median_ms(eager, seconds)
         if exp.get("eager_only"):
             return out
-        mode = call(_plain_mode(torch, model, inputs, settings))
+        mode = call(plain_mode(torch, model, inputs, settings))
         mode()
         out["mode"] = median_ms(mode, seconds)
         out["after"] = median_ms(eager, seconds)

@@ -11,8 +11,9 @@ shares code with the other beyond building the model. Each side's figure is the 
 `--processes` fresh processes (3). Prints, per experiment, the mode's median and speedup on
 both sides and their ratios, then the worst ratio. Target: every ratio within 0.93-1.07.
 
-    python benchmarks/fidelity.py [--config config/config.yaml] [--only resnet18] [--modes jit] [--processes 3]
-    python benchmarks/fidelity.py --separate --only resnet18 vit-tiny.bs8 --modes compile-default
+    python benchmarks/validation/fidelity.py [--config config/config.yaml] [--only resnet18] [--modes jit]
+        [--processes 3]
+    python benchmarks/validation/fidelity.py --separate --only resnet18 vit-tiny.bs8 --modes compile-default
 
 With `--separate`, the plain side is the measurement a user makes when choosing a mode: eager alone in
 `--processes` fresh processes and the mode alone in as many others, never both in one process; its
@@ -39,137 +40,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from plain import ROOT, plain_measurement, plain_side, selected
 
 from compilebench.cli import benchmark_job
 from compilebench.configuration import config as configuration
 from compilebench.core.experiment import Experiment
-from compilebench.parent.jobs import apply_hardware
-from compilebench.worker.machine import parallel_capacity
-
-ROOT = Path(__file__).resolve().parents[1]
-
-DEFAULT_MODELS = ("resnet18", "vit-tiny", "llama-tiny")
-PLAIN_SECONDS = 3.0  # each side of a plain measurement runs at least this long, and 100 calls
-
-
-def plain_measurement(exp: dict) -> dict:
-    """Eager alone, then the mode alone, in this process, as a 20-line script would time them: from the
-    experiment's JSON form, with compilebench's model builder and nothing else of it."""
-    torch, settings, model, inputs, call = _plain_setup(exp)
-    with torch.no_grad():
-        eager_ms = _median_ms(call(model), exp["measure"]["warmup"])
-        compiled = call(_plain_mode(torch, model, inputs, settings))
-        compiled()
-        mode_ms = _median_ms(compiled, exp["measure"]["warmup"])
-    return {"eager_ms": eager_ms, "mode_ms": mode_ms, "threads": torch.get_num_threads()}
-
-
-def _plain_setup(exp: dict):
-    """torch with the mode's inductor options set, the model and its inputs, and `call`: the timed call of a model
-    or of its compiled form (a forward on the inputs, or greedy generation of the experiment's new tokens)."""
-    apply_hardware(exp["hardware_env"], exp["threads"])
-    import torch
-
-    from compilebench.core.experiment import ModelSpec
-    from compilebench.worker.models import build
-
-    settings = exp["mode_settings"]
-    _set_inductor_options(torch, settings)
-    spec = ModelSpec.from_json(exp["spec"])
-    bundle = build(exp["model"], spec, exp["seed"], exp["device"])
-    if bundle.causal_lm is None:
-        inputs = bundle.inputs
-        return torch, settings, bundle.module, inputs, lambda fn: lambda: fn(*inputs)
-    lm, prompt = bundle.causal_lm, bundle.inputs[0]
-    return torch, settings, lm, bundle.inputs, lambda step: _greedy(torch, lm, step, prompt, spec.new_tokens)
-
-
-def _greedy(torch, lm, step, prompt, new_tokens: int):
-    """Greedy generation as a user writes it for a compiled decoder: a static KV cache, one `step` call per
-    token, the prompt in one call."""
-    import inspect
-
-    from transformers import StaticCache
-
-    cache = StaticCache(config=lm.config, max_cache_len=prompt.shape[1] + new_tokens)
-    keyword = "cache" if "cache" in inspect.signature(lm.forward).parameters else "past_key_values"
-
-    def generate():
-        cache.reset()
-        ids, position = prompt, torch.arange(prompt.shape[1], device=prompt.device)
-        for _ in range(new_tokens):
-            logits = step(input_ids=ids, **{keyword: cache}, cache_position=position, use_cache=True).logits
-            ids, position = logits[:, -1:].argmax(-1), position[-1:] + 1
-        return ids
-
-    return generate
-
-
-def _set_inductor_options(torch, settings: dict) -> None:
-    for option, value in _inductor_options(settings).items():
-        *parents, leaf = option.split(".")
-        target = torch._inductor.config
-        for parent in parents:
-            target = getattr(target, parent)
-        setattr(target, leaf, value)
-
-
-def _plain_mode(torch, model, inputs: tuple, settings: dict):
-    """The mode as a practitioner writes it: torch.compile, TorchScript, or an AOTInductor package."""
-    if settings["kind"] == "compile":
-        return torch.compile(model, backend=settings["backend"], mode=settings["mode"], dynamic=settings["dynamic"])
-    if settings["kind"] == "jit":
-        traced = torch.jit.script(model) if settings["method"] == "script" else torch.jit.trace(model, inputs)
-        traced = torch.jit.freeze(traced.eval()) if settings["freeze"] else traced
-        return torch.jit.optimize_for_inference(traced) if settings["optimize_for_inference"] else traced
-    exported = torch.export.export(model, inputs, strict=settings["strict"])
-    with tempfile.TemporaryDirectory() as folder:
-        package = torch._inductor.aoti_compile_and_package(exported, package_path=f"{folder}/model.pt2")
-        return torch._inductor.aoti_load_package(package)
-
-
-def plain_side(exp: dict, side: str) -> dict:
-    """One side alone in this process, eager or the mode, as a user who runs only that one times it: every call's
-    milliseconds, and the machine's parallel speedup before and after (the machine's state the side met)."""
-    import resource
-
-    torch, settings, model, inputs, call = _plain_setup(exp)
-    before = parallel_capacity("cpu")["parallel_speedup"]
-    with torch.no_grad():
-        fn = call(model if side == "eager" else _plain_mode(torch, model, inputs, settings))
-        fn()
-        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        samples = _samples_ms(fn, exp["measure"]["warmup"])
-        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
-    return {
-        "samples_ms": samples,
-        "parallel_speedup": [before, parallel_capacity("cpu")["parallel_speedup"]],
-        "faults_per_call": faults / (len(samples) + exp["measure"]["warmup"]),
-    }
-
-
-def _inductor_options(settings: dict) -> dict:
-    if settings["kind"] == "export" or (settings["kind"] == "compile" and settings["backend"] == "inductor"):
-        return dict(settings["options"])
-    return {}
-
-
-def _samples_ms(fn, warmup: int, seconds: float = PLAIN_SECONDS) -> list[float]:
-    for _ in range(warmup):
-        fn()
-    times = []
-    begin = time.perf_counter()
-    while len(times) < 100 or time.perf_counter() - begin < seconds:
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return times
-
-
-def _median_ms(fn, warmup: int, seconds: float = PLAIN_SECONDS) -> float:
-    return statistics.median(_samples_ms(fn, warmup, seconds))
 
 
 def compilebench_measurement(exp: Experiment, folder: Path) -> dict:
@@ -201,22 +78,6 @@ def in_fresh_process(exp: Experiment, side: str = "both") -> dict:
     if done.returncode != 0:
         raise RuntimeError(f"the plain measurement of {exp.model}/{exp.mode} failed: {done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def selected(config: dict, hardware: str, only: list[str] | None, modes: list[str] | None) -> list[Experiment]:
-    names = only or [m for m in config["models"] if m.split(".")[0] in DEFAULT_MODELS]
-    experiments = []
-    for model in names:
-        for mode in [
-            m
-            for m in modes or configuration.model_modes(config, model)
-            if m in configuration.model_modes(config, model)
-        ]:
-            exp = configuration.experiment(config, model, mode, hardware)
-            if mode == "eager" or (exp.spec.task == "text-generation" and exp.mode_settings.kind != "compile"):
-                continue
-            experiments.append(exp.replace(measure=exp.measure.replace(warm_start=False, bundle_start=False)))
-    return experiments
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
 A test that passes alone but fails here depends on timing or on an idle machine: it should
 assert a ratio with a margin, or move its timing into a benchmark script.
 
-    python benchmarks/tests_under_load.py [--hogs 2] [--rounds 2] [-- PYTEST ARGS]
+    python benchmarks/tools/tests_under_load.py [--hogs 2] [--rounds 2] [-- PYTEST ARGS]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _spin() -> None:

@@ -12,7 +12,7 @@ Prints, per experiment, both tools' medians and spreads |a - b| / mean(a, b), th
 median spread of each over the eager models (the comparison the target names) and over
 every experiment. Target: compilebench's spread no wider than Timer's.
 
-    python benchmarks/run_to_run_spread.py [--config config/config.yaml] [--timer-modes eager]
+    python benchmarks/validation/run_to_run_spread.py [--config config/config.yaml] [--timer-modes eager]
 
 With `--timer-modes eager` Timer skips the compiled modes.
 """
@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 import torch.utils.benchmark as benchmark
-from fresh_run import ROOT, run_pipeline
+from plain import ROOT, run_pipeline
 
 from compilebench.configuration import config as configuration
 from compilebench.core.errors import Unsupported
