@@ -17,8 +17,8 @@ from helpers import TINY_MODELS, tiny_config, write_config
 from synthetic import synthetic_results, synthetic_starts
 
 from compilebench import cli
-from compilebench.analysis import comparisons, summaries
-from compilebench.analysis.comparisons import Timed, paired
+from compilebench.analysis import comparisons, stats, summaries
+from compilebench.analysis.stats import Timed, paired
 from compilebench.configuration import config as configuration
 from compilebench.core import thresholds
 from compilebench.core.files import write_json
@@ -46,10 +46,10 @@ def compilebench(*args, cwd=None) -> subprocess.CompletedProcess:
     ],
 )
 def test_a_verdict_is_what_the_interval_supports_against_the_threshold(low, high, expected):
-    assert comparisons.verdict(low, high, 0.05) == expected
+    assert stats.verdict(low, high, 0.05) == expected
 
 
-def ratio(eager, mode, block=(1, 1), **resampling) -> comparisons.Ratio:
+def ratio(eager, mode, block=(1, 1), **resampling) -> stats.Ratio:
     """One process's speedup: eager's samples over the mode's, interleaved in blocks of `block` calls."""
     return paired([(Timed(np.asarray(eager), block[0]), Timed(np.asarray(mode), block[1]))], **resampling)
 
@@ -93,7 +93,7 @@ def test_the_geometric_mean_interval_holds_the_ratio_and_narrows_with_more_sampl
     def ratios(n):
         return [ratio(rng.normal(10, 0.5, n), rng.normal(8, 0.4, n), resamples=500, seed=i) for i in range(3)]
 
-    few, many = (comparisons.geometric_mean(ratios(n)) for n in (10, 400))
+    few, many = (stats.geometric_mean(ratios(n)) for n in (10, 400))
     for mean in (few, many):
         assert mean.ci95[0] < mean.value < mean.ci95[1]
     assert many.ci95[0] < 1.25 < many.ci95[1]
@@ -261,7 +261,7 @@ def test_two_or_three_processes_a_side_give_intervals_that_cover_as_often_as_the
     for trial in range(trials):
         speedup = paired(shifted_processes(rng, processes), resamples=400, seed=trial)
         covered["paired"] += speedup.ci95[0] <= 2.0 <= speedup.ci95[1]
-        same = comparisons.unpaired(side(), side(), resamples=400, seed=trial)
+        same = stats.unpaired(side(), side(), resamples=400, seed=trial)
         covered["unpaired"] += same.ci95[0] <= 1.0 <= same.ci95[1]
         assert same.interval == "two-level" and same.processes == (processes, processes)
     assert min(covered.values()) / trials >= 0.9, covered
@@ -286,11 +286,11 @@ def test_one_process_is_its_own_block_bootstrap():
     ],
 )
 def test_the_noise_floor_widens_the_band_of_same_to_its_half_width(low, high, floor, expected):
-    assert comparisons.verdict(low, high, 0.05, floor) == expected
+    assert stats.verdict(low, high, 0.05, floor) == expected
 
 
 def test_what_an_interval_could_have_detected_is_its_log_half_width_plus_the_threshold():
-    assert comparisons.detectable_change(1 / 1.07, 1.07, 0.05) == pytest.approx(100 * (np.log(1.07) + 0.05))
+    assert stats.detectable_change(1 / 1.07, 1.07, 0.05) == pytest.approx(100 * (np.log(1.07) + 0.05))
     assert comparisons.said("slower", True) == "unclear (unstable)" and comparisons.said("same", False) == "same"
 
 
@@ -323,7 +323,7 @@ def test_an_experiment_in_three_processes_keeps_each_and_pools_them_with_two_lev
     assert combined["speedup"]["ci95"][0] < 2.0 < combined["speedup"]["ci95"][1]
     assert combined["warm_starts"]["warm"]["first_call_s"] == 2.0
     assert [len(p["latency_ms"]) for p in combined["processes"]] == [40, 40, 40]
-    assert comparisons.speedup(combined).value == pytest.approx(combined["speedup"]["value"])
+    assert stats.speedup(combined).value == pytest.approx(combined["speedup"]["value"])
 
 
 def test_processes_measured_with_another_torch_fail_the_experiment_naming_both_values(tmp_path):

@@ -21,7 +21,7 @@ from synthetic import (
 from compilebench.configuration import config as configuration
 from compilebench.core.files import read_json, read_results, write_json
 from compilebench.core.layout import FIGURE_TABLES
-from compilebench.report import figures, paper, tables
+from compilebench.report import figures, findings, paper, rows, speedup_tables, start_tables, tables
 from compilebench.report.registry import table_names
 from compilebench.report.standalone import write_tables
 
@@ -84,7 +84,7 @@ def render(tabs, figs, envs, config) -> str:
 def test_the_abstract_leads_with_the_largest_effects_and_the_glance_table_names_best_and_worst(paper_inputs):
     tabs, figs, envs = paper_inputs
     speedups = pd.read_csv(tabs["speedups"])
-    effects, rest = paper.effect_findings(speedups)
+    effects, rest = findings.effect_findings(speedups)
     sizes = [float(re.search(r"made \S+ ([\d.]+)× (?:faster|slower)", f)[1]) for f in effects]
     assert sizes == sorted(sizes, reverse=True)
     assert len(effects) == speedups["against_noise"].isin(["faster", "slower"]).sum()
@@ -96,18 +96,18 @@ def test_the_abstract_leads_with_the_largest_effects_and_the_glance_table_names_
     assert glance.count("<tr>") == 1 + 4  # a header, and 2 platforms × 2 models
     assert "compile-max-autotune" in glance and "jit" in glance and "faster" in glance
     wrong = speedups.assign(correct=speedups["correct"].where(speedups["mode"] != "compile-max-autotune", False))
-    assert not any(f.startswith("compile-max-autotune") for f in paper.effect_findings(wrong)[0])  # no wrong answer
-    assert {g["best"]["mode"] for g in paper.at_a_glance(wrong)} == {"compile-default"}
+    assert not any(f.startswith("compile-max-autotune") for f in findings.effect_findings(wrong)[0])  # no wrong answer
+    assert {g["best"]["mode"] for g in rows.at_a_glance(wrong)} == {"compile-default"}
 
 
 def test_a_speedup_inside_its_noise_floor_is_the_same(paper_inputs):
     tabs, figs, envs = paper_inputs
     runs = pd.read_csv(tabs["runs"])
-    speedups = tables.speedups(runs)
+    speedups = speedup_tables.speedups(runs)
     assert set(speedups.loc[speedups["model"] == "resnet", "against_noise"]) == {"faster"}
     noisy = (runs["hardware"] == "cpu") & (runs["model"] == "resnet") & (runs["mode"] == "eager")
     runs.loc[noisy, ["noise_ci95_low", "noise_ci95_high"]] = [0.4, 3.0]  # a floor wider than any speedup here
-    effects, rest = paper.effect_findings(tables.speedups(runs))
+    effects, rest = findings.effect_findings(speedup_tables.speedups(runs))
     assert not any("for resnet on cpu" in f or ("resnet" in f and "on cpu (" in f) for f in effects)
     # The floor's half-width (1.3) widens the band of `same` beyond the threshold: resnet's modes are the same.
     assert rest.startswith("No other mode changed the latency detectably: the same as eager for ")
@@ -203,17 +203,17 @@ def test_scaling_findings_state_the_change_across_the_sweep_as_a_comparison(tmp_
     import pandas as pd
 
     paths = synthetic_sweep(tmp_path)
-    scaling = tables.scaling(tables.runs_table(paths), read_results(paths), 0.05)
+    scaling = speedup_tables.scaling(tables.runs_table(paths), read_results(paths), 0.05)
     compiled = scaling[scaling["mode"] == "compile-default"]
     assert compiled["change_verdict"].isna().iloc[0]  # the first point is what the others are set against
     assert list(compiled["change_verdict"].iloc[1:]) == ["slower", "slower"]  # 2.0x, then 1.5x and 1.05x
     assert compiled["change"].iloc[-1] == pytest.approx(1.05 / 2.0, rel=0.05)
-    (finding,) = paper.scaling_findings(scaling)
+    (finding,) = findings.scaling_findings(scaling)
     assert finding.startswith("On cpu, compile-default's speedup on net went from 2.0")
     assert "at batch size 1 to 1.0" in finding and "at batch size 16: 0.5" in finding and "95% CI" in finding
     assert finding.endswith(", slower.")
     wide = scaling.assign(change_ci95_low=0.4, change_ci95_high=1.2, change_verdict="unclear")
-    assert paper.scaling_findings(pd.DataFrame(wide))[0].endswith(", unclear.")
+    assert findings.scaling_findings(pd.DataFrame(wide))[0].endswith(", unclear.")
 
 
 def test_published_figures_without_source_or_hardware_still_render(paper_inputs):
@@ -268,8 +268,8 @@ def test_the_pay_off_section_states_when_each_compiled_mode_repays_its_compile(p
     assert "On cpu, resnet in compile-default pays off after " in section and " warm." in section
     runs = pd.read_csv(tabs["runs"])
     row = runs[(runs["hardware"] == "cpu") & (runs["model"] == "resnet") & (runs["mode"] == "compile-default")].iloc[0]
-    assert f"pays off after {paper.calls(row['break_even_calls'])} calls cold" in section
-    assert paper.calls(float("inf")) == "never" and paper.calls(1234.4) == "1,234"
+    assert f"pays off after {findings.calls(row['break_even_calls'])} calls cold" in section
+    assert findings.calls(float("inf")) == "never" and findings.calls(1234.4) == "1,234"
 
 
 def test_a_flagged_steady_state_is_marked_in_table_1_and_named_in_the_findings(paper_inputs):
@@ -281,7 +281,7 @@ def test_a_flagged_steady_state_is_marked_in_table_1_and_named_in_the_findings(p
     html = render(tabs, figs, envs, validated())
     table = html[html.index('id="results-table"') : html.index("</table>", html.index('id="results-table"'))]
     assert table.count("‡</span>") == 1 and "Flagged by the steady-state check" in html
-    finding = next(f for f in paper.fidelity_findings(runs.reset_index()) if "interleaved median" in f)
+    finding = next(f for f in findings.fidelity_findings(runs.reset_index()) if "interleaved median" in f)
     assert finding.startswith("On cpu, resnet in compile-default is flagged: its interleaved median is 1.15×")
 
 
@@ -294,7 +294,7 @@ def test_eager_slowed_beside_its_mode_is_marked_in_table_1_and_named_in_the_find
     html = render(tabs, figs, envs, validated())
     table = html[html.index('id="results-table"') : html.index("</table>", html.index('id="results-table"'))]
     assert table.count("¶</span>") == 1 and "Flagged by the eager-alone check" in html
-    finding = next(f for f in paper.fidelity_findings(runs.reset_index()) if "eager timed alone" in f)
+    finding = next(f for f in findings.fidelity_findings(runs.reset_index()) if "eager timed alone" in f)
     assert finding.startswith("On cpu, resnet in jit is flagged: eager interleaved with the mode ran 1.12×")
 
 
@@ -309,17 +309,18 @@ def test_eager_slowed_beside_its_mode_is_marked_in_table_1_and_named_in_the_find
 def test_an_eager_alone_flag_says_whether_the_machines_parallel_speedup_moved(paper_inputs, after, said):
     runs = pd.read_csv(paper_inputs[0]["runs"]).set_index(["hardware", "model", "mode"])
     assert runs["parallel_speedup_before"].isna().all()  # the synthetic results carry no probes: nothing is said
-    unsaid = next(f for f in paper.fidelity_findings(runs.reset_index()) if "eager timed alone" in f)
+    unsaid = next(f for f in findings.fidelity_findings(runs.reset_index()) if "eager timed alone" in f)
     assert "parallel speedup" not in unsaid
     runs.loc[EAGER_ALONE_FLAGGED, ["parallel_speedup_before", "parallel_speedup_after"]] = [1.75, after]
-    finding = next(f for f in paper.fidelity_findings(runs.reset_index()) if "eager timed alone" in f)
+    finding = next(f for f in findings.fidelity_findings(runs.reset_index()) if "eager timed alone" in f)
     assert finding.endswith("The machine's parallel speedup " + said)
     runs.loc[EAGER_ALONE_FLAGGED, ["eager_alone_faults_per_call", "eager_faults_per_call"]] = [7029.4, 3267.2]
-    finding = next(f for f in paper.fidelity_findings(runs.reset_index()) if "eager timed alone" in f)
+    finding = next(f for f in findings.fidelity_findings(runs.reset_index()) if "eager timed alone" in f)
     assert finding.endswith(said + " Eager took 7,029 page faults a call alone and 3,267 beside the mode: the state "
                             "of the memory allocator differed between the two, and eager's time with it.")  # fmt: skip
     runs.loc[EAGER_ALONE_FLAGGED, "eager_alone_faults_per_call"] = 3100.0  # within 256 a call: alike
-    assert "page faults" not in next(f for f in paper.fidelity_findings(runs.reset_index()) if "eager timed alone" in f)
+    said = next(f for f in findings.fidelity_findings(runs.reset_index()) if "eager timed alone" in f)
+    assert "page faults" not in said
 
 
 def test_a_mode_whose_calls_fault_is_marked_in_table_1_and_named_with_its_cost_and_the_remedy(paper_inputs):
@@ -329,14 +330,14 @@ def test_a_mode_whose_calls_fault_is_marked_in_table_1_and_named_with_its_cost_a
     html = render(tabs, figs, envs, validated())
     table = html[html.index('id="results-table"') : html.index("</table>", html.index('id="results-table"'))]
     assert table.count("‖</span>") == 1 and "‖ Flagged by the page-fault count" in html
-    finding = next(f for f in paper.fidelity_findings(runs.reset_index()) if "page faults" in f)
+    finding = next(f for f in findings.fidelity_findings(runs.reset_index()) if "page faults" in f)
     assert finding.startswith(
         "On cpu, resnet in compile-max-autotune took 5,058 page faults a call (eager beside it: 2)"
     )
     assert "each thousand faults a call cost 1 ms (95% CI 0.93–1.06), block by block." in finding
     assert "MALLOC_MMAP_MAX_ at 0" in finding and "LD_PRELOAD" in finding and "`" not in finding
     runs.loc[FAULTING, "ms_per_1000_faults_ci95_low"] = -0.5  # blocks alike in their faults cannot tell a cost
-    finding = next(f for f in paper.fidelity_findings(runs.reset_index()) if "page faults" in f)
+    finding = next(f for f in findings.fidelity_findings(runs.reset_index()) if "page faults" in f)
     assert "thousand faults" not in finding
 
 
@@ -386,7 +387,7 @@ def test_the_appendix_reads_as_text_and_figures_are_numbered_in_reading_order(pa
 def test_the_starts_section_states_each_path_against_eagers_start(paper_inputs, tmp_path):
     tabs, figs, envs = paper_inputs
     record = synthetic_starts({"eager": [2.0, 2.1, 2.2], "warm": [5.0, 5.2, 5.1]}, precompiled="no aot_compile here")
-    tables.write_csv(tables.start_paths([record]), tmp_path / "synthetic_start_paths.csv")
+    tables.write_csv(start_tables.start_paths([record]), tmp_path / "synthetic_start_paths.csv")
     html = render({**tabs, "start_paths": tmp_path / "synthetic_start_paths.csv"}, figs, envs, validated())
     section = html.split('id="starts"')[1].split('id="comparison"')[0]
     assert "From process start to first output" in section and 'id="starts-table"' in section

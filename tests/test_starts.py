@@ -16,7 +16,7 @@ from compilebench.configuration import plan
 from compilebench.core.errors import ConfigError
 from compilebench.core.records import START_PARTS, START_PATHS, StartRequest
 from compilebench.parent import starts
-from compilebench.report import figures, paper, tables
+from compilebench.report import figures, findings, start_tables
 from compilebench.worker import starts as worker_starts
 
 EVERY_PATH = list(START_PATHS)
@@ -61,13 +61,13 @@ def test_every_path_starts_a_fresh_process_to_a_correct_first_output(every_path)
 
 @pytest.mark.slow
 def test_the_summary_of_every_path_sets_each_against_eager(every_path):
-    frame = tables.start_paths([every_path])
+    frame = start_tables.start_paths([every_path])
     assert list(frame["path"]) == EVERY_PATH and (frame["status"] == "ok").all()
     cold = frame.set_index("path").loc["cold"]
     assert cold["overhead_over_eager_s"] == pytest.approx(
         cold["total_s"] - frame.set_index("path").loc["eager", "total_s"]
     )
-    rows = tables.starts([every_path])
+    rows = start_tables.starts([every_path])
     assert rows["overhead_over_eager_s"].isna().tolist() == [True] + [False] * 5
 
 
@@ -131,23 +131,23 @@ def test_each_path_gets_a_median_with_an_interval_its_overhead_and_its_break_eve
         by_path["precompiled"]["status"] == "unsupported"
         and "load_compiled_function" in by_path["precompiled"]["reason"]
     )
-    rows = tables.starts([record]).set_index(["path", "repeat"])
+    rows = start_tables.starts([record]).set_index(["path", "repeat"])
     assert rows.loc[("warm", 3), "overhead_over_eager_s"] == pytest.approx(5.1 - 2.1)  # eager's median start
     assert pd.isna(rows.loc[("eager", 1), "overhead_over_eager_s"])
-    said = " ".join(paper.start_findings(pd.DataFrame(by_path.values())))
+    said = " ".join(findings.start_findings(pd.DataFrame(by_path.values())))
     assert "warm 5.10 s" in said and "+3.00 s over eager's" in said and "3,000 calls" in said
     assert "precompiled was unsupported (torch 2.4 has no" in said
 
 
 def test_a_start_no_different_from_eagers_is_said_so():
     record = synthetic_starts({"eager": [2.0, 2.4, 2.2], "package": [2.1, 2.3, 2.25]})
-    said = paper.start_findings(tables.start_paths([record]))
+    said = findings.start_findings(start_tables.start_paths([record]))
     assert "package 2.25 s" in said[0] and "no detectable difference from eager's start" in said[0]
 
 
 def test_the_starts_figure_draws_every_path_and_names_the_unsupported(tmp_path):
     record = synthetic_starts({"eager": [2.0, 2.1, 2.2], "cold": [30.0, 32.0, 31.0]}, package="a reason")
-    frame = tables.start_paths([record])
+    frame = start_tables.start_paths([record])
     frame.to_csv(tmp_path / "paths.csv", index=False)
     empty = pd.DataFrame()
     fig = figures.starts(figures.Tables(*[empty] * 9, pd.read_csv(tmp_path / "paths.csv")))
@@ -180,5 +180,5 @@ def test_a_mode_that_saves_nothing_per_call_never_catches_up_with_eagers_start()
     record = synthetic_starts({"eager": [2.0, 2.1, 2.2], "warm": [5.0, 5.2, 5.1]})
     slower = {"status": "ok", "measure": {"bootstrap_resamples": 200}, "eager_latency_ms": [9.0] * 20,
               "latency_ms": [10.0] * 20, "interleave": {"eager_block": 5, "mode_block": 5}}  # fmt: skip
-    said = paper.start_findings(pd.DataFrame(summaries.start_paths(record, slower, resamples=200)))
+    said = findings.start_findings(pd.DataFrame(summaries.start_paths(record, slower, resamples=200)))
     assert "warm 5.10 s" in said[0] and "never caught up (the mode saves nothing per call)" in said[0]

@@ -28,7 +28,7 @@ from compilebench.core.experiment import Stream
 from compilebench.core.files import write_json
 from compilebench.core.layout import FIGURE_TABLES
 from compilebench.parent import jobs
-from compilebench.report import figures, paper, tables
+from compilebench.report import figures, paper, rows, tables
 from compilebench.report.registry import table_names
 from compilebench.report.standalone import write_tables
 from compilebench.worker import streams
@@ -174,7 +174,7 @@ def test_a_compile_trace_is_kept_rendered_by_tlparse_and_linked_from_the_paper(t
     report = Path(trace["report"]).read_text()
     assert "0/1" in report and "0/2" in report  # the two recompiles of the stream, by compile id
     runs = tables.runs_table([tmp_path / "result.json"])
-    links = paper.compile_traces(runs)
+    links = rows.compile_traces(runs)
     assert links[0]["link"] == "../traces/cpu/vit.stream/compile-default.compile/report/index.html"
     # As Snakemake's --report takes it: the report whole, or a page that says why there is none.
     jobs.publish_compile_trace(tmp_path / "result.json", tmp_path / "published")

@@ -13,23 +13,40 @@ from synthetic import MODELS, MODES, synthetic_results, synthetic_starts, synthe
 
 from compilebench.analysis import comparisons
 from compilebench.core.files import read_results
-from compilebench.report import figures, tables
+from compilebench.report import (
+    compile_tables,
+    figures,
+    hardware_tables,
+    speedup_tables,
+    start_tables,
+    stream_tables,
+    tables,
+)
 
 
 @pytest.fixture
 def synthetic_tables(tmp_path):
     paths = synthetic_results(tmp_path)
     runs = tables.runs_table(paths)
-    costs = tables.hardware_costs(runs, {"cpu": 1.0, "cpu-fast": 3.0}, baseline="cpu")
+    costs = hardware_tables.hardware_costs(runs, {"cpu": 1.0, "cpu-fast": 3.0}, baseline="cpu")
     samples = tables.latency_samples(paths)
     comparison = comparisons.within_run(read_results(paths), "cpu", 0.05)
-    phases = tables.compile_phases(paths)
+    phases = compile_tables.compile_phases(paths)
     results = read_results(paths)
-    streamed = tables.stream_calls(results)
-    depth = tables.compile_depth(runs, results)
-    started = tables.start_paths([synthetic_starts({"eager": [2.0, 2.1, 2.2], "warm": [5.0, 5.2, 5.1]})])
+    streamed = stream_tables.stream_calls(results)
+    depth = speedup_tables.compile_depth(runs, results)
+    started = start_tables.start_paths([synthetic_starts({"eager": [2.0, 2.1, 2.2], "warm": [5.0, 5.2, 5.1]})])
     return figures.Tables(
-        runs, samples, tables.speedups(runs), costs, tables.scaling(runs), comparison, phases, streamed, depth, started
+        runs,
+        samples,
+        speedup_tables.speedups(runs),
+        costs,
+        speedup_tables.scaling(runs),
+        comparison,
+        phases,
+        streamed,
+        depth,
+        started,
     )
 
 
@@ -54,7 +71,7 @@ def test_speedups_and_geometric_mean(synthetic_tables):
     assert row["speedup_ci95_low"] < row["speedup"] < row["speedup_ci95_high"]
     assert row["speedup"] == pytest.approx(2.0, rel=0.05)
     assert row["cross_job_speedup"] == pytest.approx(row["eager_job_median_ms"] / row["median_ms"])
-    summary = tables.geometric_mean_summary(sp)
+    summary = speedup_tables.geometric_mean_summary(sp)
     cpu_default = summary[(summary["hardware"] == "cpu") & (summary["mode"] == "compile-default")].iloc[0]
     values = sp[(sp["hardware"] == "cpu") & (sp["mode"] == "compile-default")]["speedup"]
     assert cpu_default["geomean_speedup"] == pytest.approx(float(np.exp(np.log(values).mean())))
@@ -73,7 +90,7 @@ def test_a_model_that_failed_correctness_is_left_out_of_the_mean():
             "correct": [True, False],
         }
     )
-    row = tables.geometric_mean_summary(sp).iloc[0]
+    row = speedup_tables.geometric_mean_summary(sp).iloc[0]
     assert row["geomean_speedup"] == pytest.approx(2.0) and row["models"] == 1
 
 
@@ -101,7 +118,9 @@ def test_figures_say_so_when_there_is_nothing_to_show(synthetic_tables, tmp_path
 
 
 def test_limits_compare_achieved_rates_with_the_device_peak(synthetic_tables):
-    limits = tables.limits(synthetic_tables.runs, {"cpu": {"memory_bandwidth_gbs": 100.0, "tflops": {"bfloat16": 2.0}}})
+    limits = hardware_tables.limits(
+        synthetic_tables.runs, {"cpu": {"memory_bandwidth_gbs": 100.0, "tflops": {"bfloat16": 2.0}}}
+    )
     gpu = limits[(limits["hardware"] == "cpu-fast") & (limits["model"] == "resnet") & (limits["mode"] == "eager")].iloc[
         0
     ]
@@ -119,7 +138,7 @@ def test_limits_compare_achieved_rates_with_the_device_peak(synthetic_tables):
 
 
 def test_unknown_devices_get_the_fraction_of_their_measured_ceiling_only(synthetic_tables):
-    limits = tables.limits(synthetic_tables.runs, {})
+    limits = hardware_tables.limits(synthetic_tables.runs, {})
     cpu = limits[limits["hardware"] == "cpu"]
     assert cpu["achieved"].gt(0).all() and cpu["peak"].isna().all() and cpu["fraction_of_peak"].isna().all()
     resnet = cpu[cpu["model"] == "resnet"]
@@ -131,22 +150,22 @@ def test_unknown_devices_get_the_fraction_of_their_measured_ceiling_only(synthet
 
 
 def test_top_ops_keep_ten_per_profiled_run(tmp_path):
-    ops = tables.top_ops(synthetic_results(tmp_path))
+    ops = compile_tables.top_ops(synthetic_results(tmp_path))
     assert set(ops["mode"]) == {"eager", "compile-max-autotune"}
     assert ops.groupby(["hardware", "model", "mode"]).size().eq(10).all()
-    assert tables.plain_op_name("## Call CompiledFxGraph fsh4amx ##") == "## Call CompiledFxGraph ##"
+    assert compile_tables.plain_op_name("## Call CompiledFxGraph fsh4amx ##") == "## Call CompiledFxGraph ##"
     kernel = (
         "void at::native::batch_norm_transform_input_kernel<c10::BFloat16, float, float, true, int>"
         "(at::GenericPackedTensorAccessor)"
     )
-    assert tables.plain_op_name(kernel) == "at::native::batch_norm_transform_input_kernel<…>"
+    assert compile_tables.plain_op_name(kernel) == "at::native::batch_norm_transform_input_kernel<…>"
 
 
 def test_hardware_legend_flags_fast_math_without_native_bf16(synthetic_tables):
     runs = synthetic_tables.runs.assign(
         fpmath_mode=np.where(synthetic_tables.runs["hardware"] == "cpu-fast", "BF16", None), bf16_native=False
     )
-    labels = set(tables.hardware_costs(runs, {}, "cpu")["hardware_label"])
+    labels = set(hardware_tables.hardware_costs(runs, {}, "cpu")["hardware_label"])
     assert labels == {"cpu", "cpu-fast (bf16 requested, not native)"}
 
 
@@ -164,7 +183,7 @@ def test_hardware_costs_give_relative_p90_and_cost_per_million(synthetic_tables)
 def test_a_sweep_gives_one_row_per_point_and_a_scaling_figure(tmp_path):
     runs = tables.runs_table(synthetic_sweep(tmp_path))
     assert list(runs["sweep_of"].unique()) == ["net"] and sorted(runs["batch_size"].unique()) == [1, 4, 16]
-    scaling = tables.scaling(runs)
+    scaling = speedup_tables.scaling(runs)
     compiled = scaling[scaling["mode"] == "compile-default"]
     assert list(compiled["value"]) == [1, 4, 16] and set(compiled["swept"]) == {"batch_size"}
     assert compiled["speedup"].iloc[0] == pytest.approx(2.0, rel=0.05)
@@ -257,7 +276,7 @@ def test_a_cpu_the_table_does_not_list_gets_a_peak_computed_from_its_description
     runs.loc[cpu, "computed_peak_per_core_tflops_float32"] = named["per_core_tflops"]["float32"]
     runs.loc[cpu, "computed_peak_source"] = named["source"]
     runs.loc[cpu, "compute_dtype"] = "float32"
-    limits = tables.limits(runs, {})
+    limits = hardware_tables.limits(runs, {})
     resnet = limits[(limits["hardware"] == "cpu") & (limits["model"] == "resnet")].iloc[0]
     assert resnet["peak"] == pytest.approx(0.2432 * 2)  # per core, times the run's 2 threads
     assert resnet["peak_source"] == "computed: 3.80 GHz x 16 lanes x 2 FMA units x 2, per core, x 2 threads"
@@ -266,10 +285,10 @@ def test_a_cpu_the_table_does_not_list_gets_a_peak_computed_from_its_description
 
 def test_eager_beside_a_mode_is_set_against_the_eager_job_and_flagged_where_they_differ(tmp_path):
     from compilebench.core.files import write_json
-    from compilebench.report import paper
+    from compilebench.report import findings
 
     paths = synthetic_results(tmp_path, hardware=("cpu",))
-    one_process = tables.speedups(tables.runs_table(paths), 0.05, read_results(paths))
+    one_process = speedup_tables.speedups(tables.runs_table(paths), 0.05, read_results(paths))
     assert one_process["eager_job_ratio"].notna().any() and one_process["eager_job_flagged"].isna().all()  # no spread
     for path in paths:  # each of resnet's results measured in two processes
         record = read_results([path])[0]
@@ -289,7 +308,7 @@ def test_eager_beside_a_mode_is_set_against_the_eager_job_and_flagged_where_they
         record["page_faults"] = {"mode_per_call": faults, "eager_per_call": 3267.0 if faults == 12.0 else faults}
         write_json(path, record)
     runs, results = tables.runs_table(paths), read_results(paths)
-    speedups = tables.speedups(runs, 0.05, results).set_index(["model", "mode"])
+    speedups = speedup_tables.speedups(runs, 0.05, results).set_index(["model", "mode"])
     flagged = speedups.loc[("resnet", "compile-default")]
     assert flagged["eager_job_flagged"] == True and flagged["eager_job_ratio"] == pytest.approx(1.3, rel=0.05)  # noqa: E712
     assert (
@@ -301,7 +320,7 @@ def test_eager_beside_a_mode_is_set_against_the_eager_job_and_flagged_where_they
     shifted = runs.set_index(["model", "mode"])["capacity_shifted"]
     assert shifted[("resnet", "compile-default")] == True and shifted[("resnet", "eager")] == False  # noqa: E712
     assert shifted.drop("resnet").isna().all()  # measured without the probes
-    found = paper.eager_job_findings(speedups.reset_index())
+    found = findings.eager_job_findings(speedups.reset_index())
     assert len(found) == 1 and found[0].startswith("On cpu, eager beside resnet in compile-default ran 1.29×")
     assert "set against the eager job, it is" in found[0]
     assert found[0].endswith("parallel speedup of 1.57× in the mode's processes and 1.75× in the eager job's: the "

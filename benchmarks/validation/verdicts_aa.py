@@ -23,7 +23,7 @@ from pathlib import Path
 
 from plain import ROOT, run_pipeline
 
-from compilebench.analysis import comparisons
+from compilebench.analysis import comparisons, stats
 
 
 def scaled(results: dict, factor: float) -> dict:
@@ -45,7 +45,7 @@ def tally(table, threshold: float, what: str) -> str:
     return (
         f"{what} over {len(timed)} experiments ({'/'.join(map(str, processes))} processes a side, threshold "
         f"±{threshold:g}): "
-        + ", ".join(f"{counts.get(v, 0)} {v}" for v in comparisons.VERDICTS)
+        + ", ".join(f"{counts.get(v, 0)} {v}" for v in stats.VERDICTS)
         + f"; {int((timed['unstable'] == True).sum())} unstable"  # noqa: E712
     )
 
@@ -53,7 +53,7 @@ def tally(table, threshold: float, what: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", type=Path, default=ROOT / "config" / "experiments" / "aa.yaml")
-    parser.add_argument("--threshold", type=float, default=comparisons.DEFAULT_THRESHOLD)
+    parser.add_argument("--threshold", type=float, default=stats.DEFAULT_THRESHOLD)
     parser.add_argument("--scale", type=float, help="also compare against the second run's latencies times this")
     parser.add_argument("--keep", type=Path, help="keep both runs' projects under this folder")
     parser.add_argument("--reuse", type=Path, help="compare the two runs kept under this folder, without running")

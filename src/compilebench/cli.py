@@ -9,7 +9,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from .analysis import comparisons, summaries
+from .analysis import comparisons, stats, summaries
 from .configuration import config as configuration
 from .configuration import plan
 from .core.experiment import Experiment
@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="set one run's results against another's: ratio, interval, verdict")
     p.add_argument("base", type=Path, help="the earlier run: a project folder, or its results/ folder")
     p.add_argument("new", type=Path, help="the run to judge, likewise")
-    p.add_argument("--threshold", type=float, default=comparisons.DEFAULT_THRESHOLD, help="the ± band of `same`")
+    p.add_argument("--threshold", type=float, default=stats.DEFAULT_THRESHOLD, help="the ± band of `same`")
     p.add_argument(
         "--compile-threshold",
         type=float,

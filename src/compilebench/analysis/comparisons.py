@@ -25,19 +25,11 @@ from ..core.errors import UserError
 from ..core.files import read_json, read_result, run_result_paths
 from ..core.modes import COMPILING_KINDS, MODE_NAMES, base_mode, without_own_setting
 from ..core.thresholds import CAPACITY_SHIFT, FAULTS_PER_CALL
-from .stats import (  # noqa: F401  (the estimators, as comparisons' readers name them)
-    DEFAULT_THRESHOLD,
-    TWO_LEVEL,
-    VERDICTS,
-    Ratio,
+from .stats import (
     Timed,
-    detectable_change,
     geometric_mean,
     location_ms,
-    noise_floor,
-    paired,
     resampling,
-    saving_ms,
     speedup,
     timed,
     unpaired,

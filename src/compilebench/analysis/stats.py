@@ -27,7 +27,7 @@ def verdict(low: float, high: float, threshold: float, floor: tuple[float, float
     """`faster`/`slower` when the whole interval lies beyond the band of `same`, `same` when within it, else
     `unclear`. The band is 1 ± threshold, widened to the half-width of the noise `floor` (eager against itself)
     where that is wider."""
-    band = max(threshold, (floor[1] - floor[0]) / 2) if floor and not _missing(floor[0]) else threshold
+    band = max(threshold, (floor[1] - floor[0]) / 2) if floor and not missing(floor[0]) else threshold
     if low > 1 + band:
         return "faster"
     if high < 1 - band:
@@ -35,6 +35,23 @@ def verdict(low: float, high: float, threshold: float, floor: tuple[float, float
     if low >= 1 - band and high <= 1 + band:
         return "same"
     return "unclear"
+
+
+def against_noise(low, high, noise_low, noise_high, threshold: float = DEFAULT_THRESHOLD) -> str | None:
+    """A speedup's verdict over eager, with the band of `same` widened to the model's noise floor (eager timed
+    against itself) where the floor is wider than the threshold."""
+    if missing(low) or missing(high):
+        return None
+    floor = None if missing(noise_low) or missing(noise_high) else (noise_low, noise_high)
+    return verdict(low, high, threshold, floor)
+
+
+def unsteady_floor(noise_low, noise_high, threshold: float) -> bool:
+    """A noise floor that is itself a verdict: eager against eager came out faster or slower beyond the band."""
+    return not (missing(noise_low) or missing(noise_high)) and verdict(noise_low, noise_high, threshold) in (
+        "faster",
+        "slower",
+    )
 
 
 def detectable_change(low: float, high: float, threshold: float) -> float:
@@ -261,7 +278,7 @@ def resampling(result: dict, seed: int) -> dict:
     return {"resamples": (result.get("measure") or {}).get("bootstrap_resamples", 2000), "seed": seed}
 
 
-def _missing(value) -> bool:
+def missing(value) -> bool:
     return value is None or (isinstance(value, float) and np.isnan(value))
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..analysis import comparisons
 from ..core.files import read_json, read_results
-from . import tables
+from . import compile_tables, hardware_tables, speedup_tables, start_tables, stream_tables, tables
 
 RESULTS = "results"  # the run's result files, checked by the runs table first
 PREVIOUS = "previous"  # the result files of `report.compare_with`
@@ -144,7 +144,7 @@ def _latency_samples(src: Sources) -> pd.DataFrame:
     job's (``parallel_speedup``, ``eager_job_parallel_speedup``): the machine's state in each.""",
 )
 def _speedups(src: Sources) -> pd.DataFrame:
-    return tables.speedups(src.runs, src.settings["threshold"], src.results)
+    return speedup_tables.speedups(src.runs, src.settings["threshold"], src.results)
 
 
 @table(
@@ -154,7 +154,7 @@ def _speedups(src: Sources) -> pd.DataFrame:
     correctness check.""",
 )
 def _summary(src: Sources) -> pd.DataFrame:
-    return tables.geometric_mean_summary(src.table("speedups"))
+    return speedup_tables.geometric_mean_summary(src.table("speedups"))
 
 
 @table(
@@ -169,7 +169,7 @@ def _summary(src: Sources) -> pd.DataFrame:
     ``fraction_of_peak``).""",
 )
 def _limits(src: Sources) -> pd.DataFrame:
-    return tables.limits(src.runs, src.settings["peaks"])
+    return hardware_tables.limits(src.runs, src.settings["peaks"])
 
 
 @table(
@@ -180,7 +180,7 @@ def _limits(src: Sources) -> pd.DataFrame:
     time; on the CPU, host self time.""",
 )
 def _top_ops(src: Sources) -> pd.DataFrame:
-    return tables.top_ops(src.result_paths)
+    return compile_tables.top_ops(src.result_paths)
 
 
 @table(
@@ -194,7 +194,7 @@ def _top_ops(src: Sources) -> pd.DataFrame:
 )
 def _hardware_costs(src: Sources) -> pd.DataFrame:
     s = src.settings
-    return tables.hardware_costs(src.runs, s["prices"], s["baseline"], s["calls_per_start"])
+    return hardware_tables.hardware_costs(src.runs, s["prices"], s["baseline"], s["calls_per_start"])
 
 
 @table(
@@ -214,7 +214,9 @@ def _hardware_costs(src: Sources) -> pd.DataFrame:
     (``measure.cold_processes`` makes every process one), ``unclear (n samples)`` where fewer.""",
 )
 def _mode_effects(src: Sources) -> pd.DataFrame:
-    return comparisons.mode_effects(src.results, src.runs, src.settings["threshold"], tables.settings_difference)
+    return comparisons.mode_effects(
+        src.results, src.runs, src.settings["threshold"], speedup_tables.settings_difference
+    )
 
 
 @table(
@@ -229,7 +231,7 @@ def _mode_effects(src: Sources) -> pd.DataFrame:
     ``slower``, ``same`` or ``unclear``) and what the interval could detect (``change_detectable``).""",
 )
 def _scaling(src: Sources) -> pd.DataFrame:
-    return tables.scaling(src.runs, src.results, src.settings["threshold"])
+    return speedup_tables.scaling(src.runs, src.results, src.settings["threshold"])
 
 
 @table(
@@ -243,7 +245,7 @@ def _scaling(src: Sources) -> pd.DataFrame:
     depth, empty where neither can be made).""",
 )
 def _compile_depth(src: Sources) -> pd.DataFrame:
-    return tables.compile_depth(src.runs, src.results)
+    return speedup_tables.compile_depth(src.runs, src.results)
 
 
 @table(
@@ -285,7 +287,7 @@ def _change(src: Sources) -> pd.DataFrame:
     call).""",
 )
 def _compile_phases(src: Sources) -> pd.DataFrame:
-    return tables.compile_phases(src.result_paths)
+    return compile_tables.compile_phases(src.result_paths)
 
 
 @table(
@@ -298,7 +300,7 @@ def _compile_phases(src: Sources) -> pd.DataFrame:
     exact for static shapes).""",
 )
 def _stream_calls(src: Sources) -> pd.DataFrame:
-    return tables.stream_calls(src.results)
+    return stream_tables.stream_calls(src.results)
 
 
 @table(
@@ -311,7 +313,7 @@ def _stream_calls(src: Sources) -> pd.DataFrame:
     value, the speedup once compiled with its 95% interval and correctness against eager at that shape.""",
 )
 def _streams(src: Sources) -> pd.DataFrame:
-    return tables.streams(src.results)
+    return stream_tables.streams(src.results)
 
 
 @table(
@@ -327,7 +329,7 @@ def _streams(src: Sources) -> pd.DataFrame:
     and ``status`` with the ``reason`` where a path is ``unsupported``, ``failed`` or ``timeout``.""",
 )
 def _starts(src: Sources) -> pd.DataFrame:
-    return tables.starts(src.starts)
+    return start_tables.starts(src.starts)
 
 
 @table(
@@ -342,4 +344,4 @@ def _starts(src: Sources) -> pd.DataFrame:
     with its interval; ``inf`` where the mode saves nothing per call).""",
 )
 def _start_paths(src: Sources) -> pd.DataFrame:
-    return tables.start_paths(src.starts, src.results)
+    return start_tables.start_paths(src.starts, src.results)
