@@ -206,7 +206,7 @@ def figure_outputs(ext, in_report=False):
     return outputs
 
 
-def get_table_setting(key):
+def get_table_param(key):
     """A report setting as a table rule's param, read from the config when the job is made."""
 
     def setting(wildcards):
@@ -223,7 +223,7 @@ def get_previous_results(wildcards):
 
 # What a table rule's job is given beside its table's name: the workflow's own checks for the runs table, the
 # report settings for the rest.
-WORKFLOW_TABLE_SETTINGS = {
+WORKFLOW_TABLE_PARAMS = {
     "expected": get_run_identities,
     "foreign": get_foreign_results,
     "downstream": get_final_output(),
@@ -252,8 +252,8 @@ def table_params(spec):
         "table": spec.name,
         "code": code_of("table"),
         **{
-            key: WORKFLOW_TABLE_SETTINGS.get(key) or get_table_setting(key)
-            for key in spec.settings
+            key: WORKFLOW_TABLE_PARAMS.get(key) or get_table_param(key)
+            for key in spec.params
         },
     }
 

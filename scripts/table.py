@@ -16,7 +16,7 @@ with logging_to(snakemake.log[0]):
         tables={name: inputs[name] for name in spec.reads if name in TABLES},
         previous=list(inputs.get("previous", [])),
         starts=list(inputs.get(STARTS, [])),
-        settings={key: snakemake.params[key] for key in spec.settings},
+        params={key: snakemake.params[key] for key in spec.params},
     )
     table = spec.build(sources)
     write_csv(table, snakemake.output[0])

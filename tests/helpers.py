@@ -264,4 +264,4 @@ def measured(exp: dict, **run) -> dict:
     from compilebench.analysis import summaries
     from compilebench.worker import runner
 
-    return summaries.combine(exp, [runner.run(exp, **run)])
+    return summaries.combine(exp, [runner.measure_process(exp, **run)])

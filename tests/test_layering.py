@@ -190,7 +190,7 @@ from compilebench.worker import entry, runner
 jobs.environment_job("cpu", spec["entry"], {str(tmp_path / "env.json")!r}, check=False)
 entry.environment(EnvironmentRequest({str(tmp_path / "env.json")!r}, "cpu", spec["entry"]))  # its worker's side
 jobs.reference_job(Experiment.from_json(spec["reference"]), {str(tmp_path / "ref.pt")!r})
-assert runner.run(Experiment.from_json(spec["benchmark"]))["status"] == "ok"
+assert runner.measure_process(Experiment.from_json(spec["benchmark"]))["status"] == "ok"
 """
     loaded = loaded_modules(code)
     scripts = ("environment_record", "reference_output", "benchmark_process")

@@ -120,7 +120,7 @@ def test_each_path_gets_a_median_with_an_interval_its_overhead_and_its_break_eve
     result = {"status": "ok", "measure": {"bootstrap_resamples": 200}, "processes": [
         {"eager_latency_ms": [10.0] * 20, "latency_ms": [9.0] * 20, "interleave": {"eager_block": 5, "mode_block": 5}}
     ], "eager_latency_ms": [10.0] * 20, "latency_ms": [9.0] * 20}  # fmt: skip
-    by_path = {row["path"]: row for row in summaries.start_paths(record, result, resamples=200)}
+    by_path = {row["path"]: row for row in summaries.path_summaries(record, result, resamples=200)}
     warm = by_path["warm"]
     assert warm["n"] == 3 and warm["total_s"] == 5.1
     assert warm["total_ci95_low"] <= 5.1 <= warm["total_ci95_high"]
@@ -180,5 +180,5 @@ def test_a_mode_that_saves_nothing_per_call_never_catches_up_with_eagers_start()
     record = synthetic_starts({"eager": [2.0, 2.1, 2.2], "warm": [5.0, 5.2, 5.1]})
     slower = {"status": "ok", "measure": {"bootstrap_resamples": 200}, "eager_latency_ms": [9.0] * 20,
               "latency_ms": [10.0] * 20, "interleave": {"eager_block": 5, "mode_block": 5}}  # fmt: skip
-    said = findings.start_findings(pd.DataFrame(summaries.start_paths(record, slower, resamples=200)))
+    said = findings.start_findings(pd.DataFrame(summaries.path_summaries(record, slower, resamples=200)))
     assert "warm 5.10 s" in said[0] and "never caught up (the mode saves nothing per call)" in said[0]

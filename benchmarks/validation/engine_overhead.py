@@ -26,7 +26,7 @@ from compilebench.worker.models import build
 
 
 def engine_median_ms(exp: Experiment) -> float:
-    result = summaries.combine(exp, [runner.run(exp)])
+    result = summaries.combine(exp, [runner.measure_process(exp)])
     assert result["status"] == "ok", result["error"]
     return result["stats"]["median_ms"]
 

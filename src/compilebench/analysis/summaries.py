@@ -346,7 +346,7 @@ def _stream_result(exp: Experiment, record: ProcessRecord) -> Result:
     return result
 
 
-def start_paths(record: dict, result: dict | None = None, *, resamples: int = 2000, seed: int = 0) -> list[dict]:
+def path_summaries(record: dict, result: dict | None = None, *, resamples: int = 2000, seed: int = 0) -> list[dict]:
     """Each path of a starts record (`starts.starts_job`): its fresh starts' median from process start to first
     output with a bootstrap 95% interval over them, each part's median, the artifact's bytes, whether every output
     was correct, the overhead over eager's start (with its interval) and, with the experiment's `result`, the calls

@@ -580,7 +580,7 @@ def starts_plan(config: dict, model: str, mode: str, hardware: str) -> dict | No
     """The paths and repeats of an experiment's starts job (`measure.starts`), or None where it has none: starts are
     set for a compiling mode's experiments, not for streams."""
     measure = measure_settings(config, model)
-    paths = plan.start_paths(measure, mode)
+    paths = plan.paths_asked(measure, mode)
     if not paths or config["models"][model].get("stream"):
         return None
     if modes.definitions(config)[mode]["kind"] not in modes.COMPILING_KINDS:

@@ -14,7 +14,7 @@ CALL_FLOOR_S = 5e-6  # no call of a torch module returns sooner: what a stream's
 
 
 @dataclass(frozen=True)
-class Planned:
+class ExperimentPlan:
     """One experiment's share of a run."""
 
     processes: int  # measuring processes
@@ -32,7 +32,7 @@ def timed_floor_s(measure: dict, eager: bool) -> float:
     return max(measure["min_time_s"], blocks_s) + blocks_s + (0.0 if eager else 1.5 * measure["steady_state_s"])
 
 
-def start_paths(measure: dict, mode: str) -> list[str]:
+def paths_asked(measure: dict, mode: str) -> list[str]:
     """The start paths `measure.starts` asks of `mode`: the list, or the mode's entry of a mapping."""
     paths = measure.get("starts") or []
     return list(paths.get(mode, [])) if isinstance(paths, dict) else list(paths)
@@ -54,25 +54,25 @@ def stream_calls(stream: dict) -> int:
     return per_pass * stream.get("passes", DEFAULT_PASSES)
 
 
-def experiment_plan(measure: dict, entry: dict, mode: str, settings: dict) -> Planned:
+def experiment_plan(measure: dict, entry: dict, mode: str, settings: dict) -> ExperimentPlan:
     """The share of one experiment: `measure` its settings, `entry` its model entry, `settings` its mode's."""
     if entry.get("stream"):
         calls = stream_calls(entry["stream"])
-        return Planned(1, 0, calls, 2 * calls * CALL_FLOOR_S)  # eager's passes and the mode's
+        return ExperimentPlan(1, 0, calls, 2 * calls * CALL_FLOOR_S)  # eager's passes and the mode's
     processes = measure["processes"]
     starts = 0
     if measure["warm_start"] and settings["kind"] == "compile":
         one_cold = processes == 1 or measure.get("cold_processes")
         starts = (1 if one_cold else 0) + (1 if measure["bundle_start"] else 0)
-    paths = start_paths(measure, mode)
+    paths = paths_asked(measure, mode)
     if paths and settings["kind"] in ("compile", "export"):
         starts += start_processes(paths, measure.get("start_repeats", DEFAULT_START_REPEATS))
     floor = processes * timed_floor_s(measure, eager=mode == "eager")  # eager has no steady state to time
-    return Planned(processes, starts, 0, floor)
+    return ExperimentPlan(processes, starts, 0, floor)
 
 
 @dataclass(frozen=True)
-class Plan:
+class RunPlan:
     experiments: int
     hardware: int
     optional: int  # of the hardware entries, those skipped where their device is absent
@@ -102,9 +102,9 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def totals(shares: list[Planned], *, experiments: int, hardware: int, optional: int, done: int) -> Plan:
+def totals(shares: list[ExperimentPlan], *, experiments: int, hardware: int, optional: int, done: int) -> RunPlan:
     """A run's plan from the shares of the experiments it will measure."""
-    return Plan(
+    return RunPlan(
         experiments=experiments,
         hardware=hardware,
         optional=optional,
@@ -116,7 +116,7 @@ def totals(shares: list[Planned], *, experiments: int, hardware: int, optional: 
     )
 
 
-def check_max_hours(planned: Plan, max_hours: float | None, source: str = "Config key `max_hours`") -> None:
+def check_max_hours(planned: RunPlan, max_hours: float | None, source: str = "Config key `max_hours`") -> None:
     if max_hours is not None and planned.lower_bound_s > max_hours * 3600:
         raise ConfigError(
             f"{source} is {max_hours:g} hours, but the config plans at least "

@@ -8,7 +8,7 @@ torch's libraries from disk), builds the package and the precompiled function, e
 empty caches, and where a warm or artifacts start has no cold start to follow, makes one. Each start runs in caches
 of its own: empty, or a copy of the caches its round's cold start left. A path that this mode or this torch
 cannot take is a row `unsupported` with the reason; a start that fails, dies or runs past `measure.timeout_s` is a
-row `failed` or `timeout`. The job writes the raw rows; `summaries.start_paths` makes their statistics.
+row `failed` or `timeout`. The job writes the raw rows; `summaries.path_summaries` makes their statistics.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def starts_job(
     else:
         runner = _Starts(exp, plan, reference, pyenv.interpreter(exp.python_env), cache_env)
         with tempfile.TemporaryDirectory(prefix="compilebench-starts-") as scratch:
-            record.update(runner.run(Path(scratch)))
+            record.update(runner.measure_process(Path(scratch)))
     record["finished_at"] = now()
     write_json(out, record)
     return record

@@ -28,7 +28,7 @@ class Table:
     name: str
     build: Callable[[Sources], pd.DataFrame]
     reads: tuple[str, ...]  # RESULTS, PREVIOUS, STARTS, or the names of tables built before it
-    settings: tuple[str, ...]  # keys of `report_settings(config)`, or of the workflow's checks for `runs`
+    params: tuple[str, ...]  # keys of `report_settings(config)`, or of the workflow's checks for `runs`
     caption: str
     in_paper: bool
     said: Callable[[pd.DataFrame], str] | None  # a line for the job's log once built
@@ -42,7 +42,7 @@ def table(
     *,
     reads: tuple[str, ...],
     caption: str,
-    settings: tuple[str, ...] = (),
+    params: tuple[str, ...] = (),
     in_paper: bool = True,
     said: Callable[[pd.DataFrame], str] | None = None,
 ):
@@ -51,32 +51,33 @@ def table(
     def register(build: Callable[[Sources], pd.DataFrame]):
         unknown = [r for r in reads if r not in (RESULTS, PREVIOUS, STARTS) and r not in TABLES]
         assert not unknown, f"table {name} reads {unknown}, which are not declared before it"
-        TABLES[name] = Table(name, build, reads, settings, " ".join(caption.split()), in_paper, said)
+        TABLES[name] = Table(name, build, reads, params, " ".join(caption.split()), in_paper, said)
         return build
 
     return register
 
 
 class Sources:
-    """What one table is built from: result files, earlier tables and settings, each read at most once."""
+    """What one table is built from: result files, earlier tables and its params (report settings, or the workflow's
+    checks), each read at most once."""
 
     def __init__(
         self,
         results: list[str | Path] = (),
         tables: dict[str, str | Path] | None = None,
         previous: list[str | Path] = (),
-        settings: dict | None = None,
+        params: dict | None = None,
         starts: list[str | Path] = (),
     ):
         self.result_paths = list(results)
         self.table_paths = dict(tables or {})
         self.previous_paths = list(previous)
-        self.settings = dict(settings or {})
-        self.start_paths = list(starts)
+        self.params = dict(params or {})
+        self.start_records = list(starts)
 
     @cached_property
     def starts(self) -> list[dict]:
-        return [read_json(path) for path in self.start_paths]
+        return [read_json(path) for path in self.start_records]
 
     @cached_property
     def results(self) -> list[dict]:
@@ -111,13 +112,13 @@ def table_names(*, paper_only: bool = False) -> tuple[str, ...]:
 @table(
     "runs",
     reads=(RESULTS,),
-    settings=("expected", "foreign", "downstream"),
+    params=("expected", "foreign", "downstream"),
     said=lambda frame: f"compilebench: {tables.status_line(frame)}",
     caption="""One row per benchmark job (model × mode × hardware) of the current config: status, latency statistics,
     compile time, throughput, memory, correctness and compiler counters.""",
 )
 def _runs(src: Sources) -> pd.DataFrame:
-    return tables.runs_table(src.result_paths, src.settings.get("expected"), src.settings.get("downstream", ()))
+    return tables.runs_table(src.result_paths, src.params.get("expected"), src.params.get("downstream", ()))
 
 
 @table(
@@ -133,7 +134,7 @@ def _latency_samples(src: Sources) -> pd.DataFrame:
 @table(
     "speedups",
     reads=("runs", RESULTS),
-    settings=("threshold",),
+    params=("threshold",),
     caption="""Speedup of each mode over eager per hardware and model: the interleaved speedup with its bootstrap
     95% interval (two-level over the experiment's processes), its verdict against the model's noise floor
     (``against_noise``: faster, slower, same or unclear, the band of same widened to the floor's half-width),
@@ -144,7 +145,7 @@ def _latency_samples(src: Sources) -> pd.DataFrame:
     job's (``parallel_speedup``, ``eager_job_parallel_speedup``): the machine's state in each.""",
 )
 def _speedups(src: Sources) -> pd.DataFrame:
-    return speedup_tables.speedups(src.runs, src.settings["threshold"], src.results)
+    return speedup_tables.speedups(src.runs, src.params["threshold"], src.results)
 
 
 @table(
@@ -160,7 +161,7 @@ def _summary(src: Sources) -> pd.DataFrame:
 @table(
     "limits",
     reads=("runs",),
-    settings=("peaks",),
+    params=("peaks",),
     caption="""How close each run came to its device's limits: achieved FLOP/s in the dtype the arithmetic ran in,
     or, for text generation, achieved memory bandwidth (parameter bytes × decode steps per second). Each is set
     against the ceiling the environment job measured on the device (``measured``, ``fraction_of_measured``: the
@@ -169,7 +170,7 @@ def _summary(src: Sources) -> pd.DataFrame:
     ``fraction_of_peak``).""",
 )
 def _limits(src: Sources) -> pd.DataFrame:
-    return hardware_tables.limits(src.runs, src.settings["peaks"])
+    return hardware_tables.limits(src.runs, src.params["peaks"])
 
 
 @table(
@@ -186,21 +187,21 @@ def _top_ops(src: Sources) -> pd.DataFrame:
 @table(
     "hardware_costs",
     reads=("runs",),
-    settings=("prices", "baseline", "calls_per_start"),
+    params=("prices", "baseline", "calls_per_start"),
     caption="""Per successful run: p90 latency relative to the same model and mode on the baseline hardware
     (``report.baseline_hardware``, else the first entry), and, for hardware entries with a ``price_per_hour``, the
     cost of a million inferences at the median latency. The hardware figure and the paper's cost table read
     it.""",
 )
 def _hardware_costs(src: Sources) -> pd.DataFrame:
-    s = src.settings
+    s = src.params
     return hardware_tables.hardware_costs(src.runs, s["prices"], s["baseline"], s["calls_per_start"])
 
 
 @table(
     "mode_effects",
     reads=(RESULTS, "runs"),
-    settings=("threshold",),
+    params=("threshold",),
     caption="""What the settings of each mode defined under ``mode_definitions`` changed: its speedup over eager
     against its base mode's (a quantized mode's: the same definition unquantized; a regional one's: the same
     compiled whole, where the run has it; else the built-in base, the same torch.compile mode without the
@@ -214,15 +215,13 @@ def _hardware_costs(src: Sources) -> pd.DataFrame:
     (``measure.cold_processes`` makes every process one), ``unclear (n samples)`` where fewer.""",
 )
 def _mode_effects(src: Sources) -> pd.DataFrame:
-    return comparisons.mode_effects(
-        src.results, src.runs, src.settings["threshold"], speedup_tables.settings_difference
-    )
+    return comparisons.mode_effects(src.results, src.runs, src.params["threshold"], speedup_tables.settings_difference)
 
 
 @table(
     "scaling",
     reads=(RESULTS, "runs"),
-    settings=("threshold",),
+    params=("threshold",),
     caption="""Every model with a ``sweep:``, per hardware and mode: median latency with its 95% interval,
     throughput, and the interleaved speedup over eager with its interval, at each value of the swept setting
     (``swept``, ``value``); settings that vary besides it form the ``series``. Each compiled point after the first
@@ -231,7 +230,7 @@ def _mode_effects(src: Sources) -> pd.DataFrame:
     ``slower``, ``same`` or ``unclear``) and what the interval could detect (``change_detectable``).""",
 )
 def _scaling(src: Sources) -> pd.DataFrame:
-    return speedup_tables.scaling(src.runs, src.results, src.settings["threshold"])
+    return speedup_tables.scaling(src.runs, src.results, src.params["threshold"])
 
 
 @table(
@@ -251,7 +250,7 @@ def _compile_depth(src: Sources) -> pd.DataFrame:
 @table(
     "comparison",
     reads=(RESULTS, "runs"),
-    settings=("baseline", "threshold"),
+    params=("baseline", "threshold"),
     caption="""Every hardware entry against the baseline (``report.baseline_hardware``, else the first): per model
     and mode the ratio of median latencies (baseline over this entry, above 1 faster) with a bootstrap 95% interval
     from both jobs' samples (two-level where they ran in several processes, ``processes`` and
@@ -261,20 +260,20 @@ def _compile_depth(src: Sources) -> pd.DataFrame:
     then the geometric mean per entry and mode.""",
 )
 def _comparison(src: Sources) -> pd.DataFrame:
-    return comparisons.within_run(src.results, src.settings["baseline"], src.settings["threshold"])
+    return comparisons.within_run(src.results, src.params["baseline"], src.params["threshold"])
 
 
 @table(
     "change",
     reads=(RESULTS, PREVIOUS),
-    settings=("threshold",),
+    params=("threshold",),
     caption="""This run against the earlier run ``report.compare_with`` names, as ``compilebench compare`` sets
     them: per experiment both medians, their ratio (earlier over this run; above 1, faster now) with a bootstrap
     95% interval, the verdict against ``report.threshold``, both statuses and correctness checks, and whether it
     regressed; then the geometric mean per hardware and mode. Empty without ``compare_with``.""",
 )
 def _change(src: Sources) -> pd.DataFrame:
-    return comparisons.change_against(src.previous_paths, src.results, src.settings["threshold"])
+    return comparisons.change_against(src.previous_paths, src.results, src.params["threshold"])
 
 
 @table(

@@ -16,12 +16,12 @@ from .registry import TABLES, Sources, report_settings, table_names
 
 
 def write_tables(
-    result_paths: list[Path], config: dict, out_dir: Path, start_paths: list[Path] = ()
+    result_paths: list[Path], config: dict, out_dir: Path, start_records: list[Path] = ()
 ) -> dict[str, Path]:
     """Every tidy table the registry declares, in its order, from the given result and starts files."""
     previous = config["report"].get("compare_with")
     previous_paths = run_result_paths(previous) if previous else []
-    sources = Sources(result_paths, {}, previous_paths, report_settings(config), starts=start_paths)
+    sources = Sources(result_paths, {}, previous_paths, report_settings(config), starts=start_records)
     for spec in TABLES.values():
         path = out_dir / f"{spec.name}.csv"
         tables.write_csv(spec.build(sources), path)

@@ -40,6 +40,6 @@ def start_paths(records: list[dict], results: list[dict] = ()) -> pd.DataFrame:
     rows = [
         row
         for record in records
-        for row in summaries.start_paths(record, by_name.get((record["hardware"], record["model"], record["mode"])))
+        for row in summaries.path_summaries(record, by_name.get((record["hardware"], record["model"], record["mode"])))
     ]
     return pd.DataFrame(rows, columns=START_PATH_COLUMNS)

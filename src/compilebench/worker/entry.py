@@ -113,7 +113,7 @@ def measure(request: MeasureRequest) -> None:
     import torch
 
     from . import environment_probe
-    from .runner import run
+    from .runner import measure_process
 
     exp = request.exp
     full_env = (
@@ -129,7 +129,7 @@ def measure(request: MeasureRequest) -> None:
         "ran_on": ran_on(exp.device),
     }
     ref = torch.load(request.reference, weights_only=True) if request.reference else None
-    record = run(
+    record = measure_process(
         exp,
         reference=ref,
         environment=environment,

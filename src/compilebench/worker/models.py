@@ -73,29 +73,29 @@ def build(name: str, spec: ModelSpec, seed: int, device: str) -> BuiltModel:
         if spec.source == "torchvision":
             module = _torchvision_model(name, spec)
             inputs = (_image_input(name, spec, spec.image_size, seed),)
-            bundle = BuiltModel(name, spec.task, module, inputs)
+            built = BuiltModel(name, spec.task, module, inputs)
         else:
             hf_model, tokenizer = _transformers_model(name, spec)
-            bundle = _transformers_bundle(name, spec, hf_model, tokenizer, seed)
+            built = _transformers_built(name, spec, hf_model, tokenizer, seed)
     weights_dtype = DTYPES.get(spec.weights_dtype)
-    bundle.module.eval().to(device=device, dtype=weights_dtype)
-    if bundle.causal_lm is not None:
-        bundle.causal_lm.eval().to(device=device, dtype=weights_dtype)
-    bundle.inputs = tuple(_to(t, device, weights_dtype) for t in bundle.inputs)
+    built.module.eval().to(device=device, dtype=weights_dtype)
+    if built.causal_lm is not None:
+        built.causal_lm.eval().to(device=device, dtype=weights_dtype)
+    built.inputs = tuple(_to(t, device, weights_dtype) for t in built.inputs)
     if spec.labels:
-        bundle.labels = Path(spec.labels).read_text().splitlines()
-    bundle.memory_estimate = estimate
-    return bundle
+        built.labels = Path(spec.labels).read_text().splitlines()
+    built.memory_estimate = estimate
+    return built
 
 
-def inputs_at(bundle: BuiltModel, name: str, spec: ModelSpec, seed: int, device: str) -> tuple[torch.Tensor, ...]:
-    """The bundle's inputs at another shape: `spec` with another batch_size, seq_len or image_size."""
+def inputs_at(built: BuiltModel, name: str, spec: ModelSpec, seed: int, device: str) -> tuple[torch.Tensor, ...]:
+    """The built model's inputs at another shape: `spec` with another batch_size, seq_len or image_size."""
     if spec.source == "torchvision":
         inputs = (_image_input(name, spec, spec.image_size, seed),)
     elif spec.task == "image-classification":
-        inputs = (_image_input(name, spec, _image_side(bundle.module.model, spec), seed),)
+        inputs = (_image_input(name, spec, _image_side(built.module.model, spec), seed),)
     else:
-        inputs = (_token_ids(name, spec, bundle.module.model.config, None, seed),)
+        inputs = (_token_ids(name, spec, built.module.model.config, None, seed),)
     return tuple(_to(t, device, DTYPES.get(spec.weights_dtype)) for t in inputs)
 
 
@@ -285,17 +285,17 @@ def _transformers_model(name: str, spec: ModelSpec):
     return model, tokenizer
 
 
-def _transformers_bundle(name: str, spec: ModelSpec, model: nn.Module, tokenizer, seed: int) -> BuiltModel:
+def _transformers_built(name: str, spec: ModelSpec, model: nn.Module, tokenizer, seed: int) -> BuiltModel:
     task = spec.task
     if task == "image-classification":
         inputs = (_image_input(name, spec, _image_side(model, spec), seed),)
         return BuiltModel(name, task, LogitsOnly(model, "pixel_values"), inputs)
     ids = _token_ids(name, spec, model.config, tokenizer, seed)
-    bundle = BuiltModel(name, task, LogitsOnly(model, "input_ids"), (ids,))
+    built = BuiltModel(name, task, LogitsOnly(model, "input_ids"), (ids,))
     if task == "text-generation":
-        bundle.causal_lm = model
-        bundle.extra["tokenizer"] = tokenizer
-    return bundle
+        built.causal_lm = model
+        built.extra["tokenizer"] = tokenizer
+    return built
 
 
 def _image_input(name: str, spec: ModelSpec, size: int, seed: int) -> torch.Tensor:

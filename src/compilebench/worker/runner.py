@@ -30,13 +30,13 @@ log = logging.getLogger(__name__)
 def reference_outputs(exp: Experiment) -> dict:
     """The eager float32 output that every mode of this model is checked against, and the same model's output in
     float64 (weights and inputs, no autocast) where it can run so; else why not, under `float64_missing`."""
-    bundle = build(exp.model, exp.spec, exp.seed, exp.device)
-    outputs = _eager_outputs(bundle, exp)
-    missing = _float64_obstacle(bundle, exp)
+    built = build(exp.model, exp.spec, exp.seed, exp.device)
+    outputs = _eager_outputs(built, exp)
+    missing = _float64_obstacle(built, exp)
     if missing is None:
         try:
-            _to_float64(bundle)
-            outputs["float64"] = _eager_outputs(bundle, exp)["output"].double()
+            _to_float64(built)
+            outputs["float64"] = _eager_outputs(built, exp)["output"].double()
         except Exception as exc:  # a model that cannot run in float64 keeps the float32 rule
             missing = f"the model does not run in float64: {type(exc).__name__}: {str(exc)[:300]}"
     if missing is not None:
@@ -45,18 +45,18 @@ def reference_outputs(exp: Experiment) -> dict:
     return outputs
 
 
-def _eager_outputs(bundle: BuiltModel, exp: Experiment) -> dict:
+def _eager_outputs(built: BuiltModel, exp: Experiment) -> dict:
     with torch.no_grad():
-        if bundle.causal_lm is None:
-            return {"output": bundle.module(*bundle.inputs).float().cpu()}
+        if built.causal_lm is None:
+            return {"output": built.module(*built.inputs).float().cpu()}
         clock = timing.Clock(exp.device)
-        generation = GreedyGenerator(bundle.causal_lm, bundle.causal_lm, bundle.inputs[0], exp.spec.new_tokens, clock)()
+        generation = GreedyGenerator(built.causal_lm, built.causal_lm, built.inputs[0], exp.spec.new_tokens, clock)()
         return {"output": generation.prefill_logits.float().cpu(), "tokens": generation.tokens.cpu()}
 
 
-def _float64_obstacle(bundle: BuiltModel, exp: Experiment) -> str | None:
+def _float64_obstacle(built: BuiltModel, exp: Experiment) -> str | None:
     """Why the model's float64 copy and one forward pass of it would not fit where it runs, or None."""
-    weights = parameter_bytes(bundle.causal_lm or bundle.module, bytes_per_element=8)
+    weights = parameter_bytes(built.causal_lm or built.module, bytes_per_element=8)
     activations = estimated_activation_bytes(exp.model, exp.spec, bytes_per_element=8) or 0
     free = device_free_bytes(exp.device)
     if free is not None and weights + activations > free / 2:
@@ -67,13 +67,13 @@ def _float64_obstacle(bundle: BuiltModel, exp: Experiment) -> str | None:
     return None
 
 
-def _to_float64(bundle: BuiltModel) -> None:
+def _to_float64(built: BuiltModel) -> None:
     """The built model in float64, in place: its weights and its floating-point inputs."""
-    (bundle.causal_lm or bundle.module).double()
-    bundle.inputs = tuple(x.double() if x.is_floating_point() else x for x in bundle.inputs)
+    (built.causal_lm or built.module).double()
+    built.inputs = tuple(x.double() if x.is_floating_point() else x for x in built.inputs)
 
 
-def run(
+def measure_process(
     exp: Experiment,
     *,
     reference: dict[str, torch.Tensor] | None = None,
@@ -177,7 +177,7 @@ def measurement(
         if cache_artifacts:
             save_cache_artifacts(cache_artifacts)
         load = Load()
-        plan = warm_up(process, prepared)
+        plan = warm_up_sides(process, prepared)
         timed = time_interleaved(process, prepared, plan)
         if eager_alone is not None:
             timed["eager_alone_latency_ms"] = eager_alone[0]
@@ -264,7 +264,7 @@ def first_call(process: Process, prepared: Prepared) -> FirstCall:
 
 
 @dataclass(frozen=True)
-class Plan:
+class WarmedUp:
     """The warm-up calls of both sides, and the block plan sized from them."""
 
     warmup_ms: list[float]
@@ -274,16 +274,16 @@ class Plan:
         return {"warmup_ms": self.warmup_ms}
 
 
-def warm_up(process: Process, prepared: Prepared) -> Plan:
+def warm_up_sides(process: Process, prepared: Prepared) -> WarmedUp:
     measure, clock = process.exp.measure, process.clock
     log.info("warm-up (%d iterations)", measure.warmup)
     mode_ms = timing.warm_up(prepared.call, clock, measure.warmup)
     # Eager is timed against a second eager callable in the same blocks: the A/A ratio is its noise floor.
     eager_ms = timing.warm_up(prepared.eager, clock, measure.warmup + 1)
-    return Plan(mode_ms, timing.plan_blocks(measure, eager_ms, mode_ms or [clock.time(prepared.call)[0]]))
+    return WarmedUp(mode_ms, timing.plan_blocks(measure, eager_ms, mode_ms or [clock.time(prepared.call)[0]]))
 
 
-def time_interleaved(process: Process, prepared: Prepared, plan: Plan) -> dict:
+def time_interleaved(process: Process, prepared: Prepared, plan: WarmedUp) -> dict:
     """Eager and the mode in alternating blocks; a mode is also timed alone, half before and half after, so that
     slow drift moves both alike (its steady state). The samples as taken, each side's under its own key."""
     exp, clock = process.exp, process.clock
