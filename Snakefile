@@ -8,7 +8,7 @@ min_version("9.0")
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
-from compilebench.configuration.config import yaml_problem
+from compilebench.configuration.yaml_files import yaml_problem
 
 # An experiment file passed with --configfile replaces the default config instead
 # of merging into it, so that an experiment runs its own models and nothing else.

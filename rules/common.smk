@@ -8,6 +8,7 @@ from snakemake.exceptions import WorkflowError
 
 from compilebench import codebase
 from compilebench.configuration import config as configuration
+from compilebench.configuration import schema
 from compilebench.configuration import plan
 from compilebench.core import layout, modes, records
 from compilebench.core.errors import ConfigError, UserError
@@ -86,7 +87,7 @@ def benchmark_jobs():
         (hardware, model, mode)
         for hardware in active_hardware()
         for model in config["models"]
-        for mode in configuration.model_modes(config, model)
+        for mode in schema.model_modes(config, model)
     ]
 
 
@@ -133,7 +134,7 @@ ROUNDS = max(
         processes_wanted(h, m, mode)
         for h in config["hardware"]
         for m in config["models"]
-        for mode in configuration.model_modes(config, m)
+        for mode in schema.model_modes(config, m)
     ),
     default=1,
 )

@@ -14,6 +14,7 @@ import yaml
 from helpers import ASSETS_MIRROR, ROOT, shared_run_config, tiny_config, tiny_workflow_config
 
 from compilebench.configuration import config as configuration
+from compilebench.configuration import schema
 
 GOLDEN = Path(__file__).with_name("golden_digests.json")
 SHIPPED = [
@@ -49,7 +50,7 @@ def digests() -> dict[str, str]:
             for model in config["models"]:
                 reference = configuration.reference_experiment(config, model, hardware)
                 out[f"{name} {hardware}/{model} reference"] = reference.digest()
-                for mode in configuration.model_modes(config, model):
+                for mode in schema.model_modes(config, model):
                     exp = configuration.experiment(config, model, mode, hardware)
                     out[f"{name} {hardware}/{model}/{mode}"] = exp.digest()
     return out

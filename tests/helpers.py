@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from compilebench.configuration.config import expand_streams, expand_sweeps
+from compilebench.configuration.expand import expand_streams, expand_sweeps
 from compilebench.core.records import START_PATHS
 
 ROOT = Path(__file__).resolve().parents[1]

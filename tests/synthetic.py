@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from compilebench.analysis.stats import Timed, paired, steady_state, summarize
-from compilebench.configuration.config import MEASURE_DEFAULTS
+from compilebench.configuration.schema import MEASURE_DEFAULTS
 from compilebench.core.experiment import Experiment
 from compilebench.core.files import write_json
 from compilebench.core.modes import BUILTIN_MODES, settings

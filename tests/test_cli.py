@@ -100,6 +100,7 @@ def test_check_states_what_every_shipped_config_plans(capsys):
 
     from compilebench import cli
     from compilebench.configuration import config as configuration
+    from compilebench.configuration import schema
 
     for path in SHIPPED:
         assert cli.main(["check", "--config", str(ROOT / path)]) == 0, path
@@ -109,7 +110,7 @@ def test_check_states_what_every_shipped_config_plans(capsys):
             configuration.experiment(config, m, mode, h)
             for h in config["hardware"]
             for m in config["models"]
-            for mode in configuration.model_modes(config, m)
+            for mode in schema.model_modes(config, m)
         ]
         processes = sum(exp.measure.processes for exp in experiments)
         assert f"compilebench plans {len(experiments)} experiments on " in said, (path, said)

@@ -4,6 +4,7 @@ import pytest
 from helpers import ROOT, TINY_MODELS, tiny_config
 
 from compilebench.configuration import config as configuration
+from compilebench.configuration import schema, yaml_files
 from compilebench.configuration.config import ConfigError
 
 
@@ -21,7 +22,7 @@ def test_defaults_filled_and_cpu_always_present():
         == "cpu"
     )
     assert config["modes"][0] == "eager"
-    assert configuration.measure_settings(config, "m")["iterations"] == configuration.MEASURE_DEFAULTS["iterations"]
+    assert configuration.measure_settings(config, "m")["iterations"] == schema.MEASURE_DEFAULTS["iterations"]
 
 
 def test_model_measure_overrides_global():
@@ -88,13 +89,13 @@ def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path):
     with pytest.raises(
         ConfigError, match=r"twice.yaml is not valid YAML at line 5.*`warmup` is given twice, at lines 3 and 5"
     ):
-        configuration.read_yaml(path)
+        yaml_files.read_yaml(path)
 
 
 def test_shipped_default_config_is_valid():
     config = configuration.load(ROOT / "config" / "config.yaml")
     assert set(config["models"]) == {"resnet18", "vit-tiny.bs1", "vit-tiny.bs8", "llama-tiny"}
-    assert "compile-freezing" in configuration.model_modes(config, "resnet18")
+    assert "compile-freezing" in schema.model_modes(config, "resnet18")
 
 
 def test_an_image_that_is_not_an_image_is_refused_before_anything_runs(tmp_path):

@@ -12,6 +12,7 @@ from helpers import ROOT, TINY_MODELS, measured, tiny_config
 
 from compilebench.analysis import comparisons, stats
 from compilebench.configuration import config as configuration
+from compilebench.configuration import yaml_files
 from compilebench.core.errors import ConfigError, UserError
 from compilebench.core.files import read_json
 from compilebench.parent.jobs import mode_check_job
@@ -157,7 +158,7 @@ def test_the_depth_trend_recovers_a_known_slope_with_an_interval_that_holds_it()
 
 
 def test_the_shipped_regional_study_sweeps_depth_whole_against_regional():
-    config = configuration.validate(configuration.read_yaml(ROOT / "config" / "experiments" / "regional.yaml"))
+    config = configuration.validate(yaml_files.read_yaml(ROOT / "config" / "experiments" / "regional.yaml"))
     defined = config["mode_definitions"]
     assert {"compile-whole", "compile-regional", "compile-nested"} <= set(config["modes"])
     whole = {k: v for k, v in defined["compile-regional"]["compile"].items() if k != "regional"}

@@ -1,6 +1,6 @@
 import time
 
-from compilebench.configuration.config import MEASURE_DEFAULTS
+from compilebench.configuration.schema import MEASURE_DEFAULTS
 from compilebench.core.experiment import Measure
 from compilebench.worker import timing
 

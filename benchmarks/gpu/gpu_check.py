@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
 from compilebench.configuration import config as configuration  # noqa: E402
+from compilebench.configuration import schema  # noqa: E402
 from compilebench.core import layout  # noqa: E402
 from compilebench.report.standalone import write_paper, write_tables  # noqa: E402
 
@@ -42,7 +43,7 @@ def _cli(*args: str, log: Path) -> int:
 
 def _job_order(config: dict) -> list[tuple[str, str]]:
     """Every model's quick modes first, max-autotune (the slowest to compile) last."""
-    jobs = [(m, mode) for m in config["models"] for mode in configuration.model_modes(config, m)]
+    jobs = [(m, mode) for m in config["models"] for mode in schema.model_modes(config, m)]
     return sorted(jobs, key=lambda job: job[1] == "compile-max-autotune")
 
 

@@ -21,6 +21,7 @@ from plain import ROOT
 
 from compilebench.analysis import stats
 from compilebench.configuration import config as configuration
+from compilebench.configuration import schema
 from compilebench.core.experiment import Experiment
 from compilebench.parent.jobs import apply_hardware
 from compilebench.worker import runner, timing
@@ -58,7 +59,7 @@ def main() -> None:
     config = configuration.load(args.config)
     rows = []
     for model in config["models"]:
-        if "eager" not in configuration.model_modes(config, model):
+        if "eager" not in schema.model_modes(config, model):
             continue
         exp = configuration.experiment(config, model, "eager", args.hardware)
         if args.min_time_s is not None:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from compilebench.configuration import config as configuration
+from compilebench.configuration import schema
 from compilebench.core.experiment import Experiment
 from compilebench.parent.jobs import apply_hardware
 from compilebench.worker.machine import parallel_capacity
@@ -159,11 +160,7 @@ def selected(config: dict, hardware: str, only: list[str] | None, modes: list[st
     names = only or [m for m in config["models"] if m.split(".")[0] in DEFAULT_MODELS]
     experiments = []
     for model in names:
-        for mode in [
-            m
-            for m in modes or configuration.model_modes(config, model)
-            if m in configuration.model_modes(config, model)
-        ]:
+        for mode in [m for m in modes or schema.model_modes(config, model) if m in schema.model_modes(config, model)]:
             exp = configuration.experiment(config, model, mode, hardware)
             if mode == "eager" or (exp.spec.task == "text-generation" and exp.mode_settings.kind != "compile"):
                 continue

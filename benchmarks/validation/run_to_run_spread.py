@@ -33,6 +33,7 @@ import torch.utils.benchmark as benchmark
 from plain import ROOT, run_pipeline
 
 from compilebench.configuration import config as configuration
+from compilebench.configuration import schema
 from compilebench.core.errors import Unsupported
 from compilebench.parent.jobs import apply_hardware
 from compilebench.worker import runner
@@ -52,7 +53,7 @@ def experiments(config: dict, hardware: str, timer_modes: str) -> list[Key]:
     return [
         (hardware, model, mode)
         for model in config["models"]
-        for mode in configuration.model_modes(config, model)
+        for mode in schema.model_modes(config, model)
         if timer_modes == "all" or mode == "eager"
     ]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .analysis import comparisons, stats, summaries
 from .configuration import config as configuration
-from .configuration import plan
+from .configuration import plan, schema
 from .core.experiment import Experiment
 from .core.joblog import log_to_stderr
 from .core.records import Result
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             return compare(args)
         config = configuration.load(args.config)
         if args.command == "check":
-            per_entry = sum(len(configuration.model_modes(config, m)) for m in config["models"])
+            per_entry = sum(len(schema.model_modes(config, m)) for m in config["models"])
             planned = configuration.planned(config)
             print(
                 f"{args.config} is valid: {len(config['models'])} models, {per_entry} experiments on each of "

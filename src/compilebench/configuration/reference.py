@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from .config import SCHEMA_PATH
+from .schema import SCHEMA_PATH
 
 HEADER = """# Configuration reference
 
