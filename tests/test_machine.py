@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from compilebench.analysis import comparisons
+from compilebench.analysis import machine_state
 from compilebench.worker.machine import parallel_capacity
 
 
@@ -31,7 +31,7 @@ def test_the_probe_sees_the_cores_a_process_can_use():
     both, one = probed_with(set(two)), probed_with({two[0]})
     assert both["threads"] == one["threads"] == 2 and one["one_thread_ms"] > 0 and one["all_threads_ms"] > 0
     assert one["parallel_speedup"] < 1.1 < 1.3 < both["parallel_speedup"], (one, both)
-    assert comparisons.capacity_differs(both["parallel_speedup"], one["parallel_speedup"])
+    assert machine_state.capacity_differs(both["parallel_speedup"], one["parallel_speedup"])
 
 
 def test_a_gpu_process_is_not_probed():
@@ -48,10 +48,10 @@ def probes(*pairs: tuple[float, float]) -> dict:
 
 
 def test_a_results_capacity_is_the_median_over_its_processes_and_a_move_between_its_ends_is_named():
-    held = comparisons.parallel_capacity(probes((1.70, 1.74), (1.80, 1.76), (1.75, 1.71)))
+    held = machine_state.parallel_capacity(probes((1.70, 1.74), (1.80, 1.76), (1.75, 1.71)))
     assert held == {"before": pytest.approx(1.75), "after": pytest.approx(1.74), "overall": pytest.approx(1.745),
                     "shifted": False}  # fmt: skip
-    moved = comparisons.parallel_capacity(probes((1.75, 1.40), (1.74, 1.42)))
+    moved = machine_state.parallel_capacity(probes((1.75, 1.40), (1.74, 1.42)))
     assert moved["shifted"] is True and moved["before"] == pytest.approx(1.745)
-    assert comparisons.parallel_capacity({"processes": [{"machine": {"busy": False}}]}) is None
-    assert comparisons.parallel_capacity({"processes": []}) is None
+    assert machine_state.parallel_capacity({"processes": [{"machine": {"busy": False}}]}) is None
+    assert machine_state.parallel_capacity({"processes": []}) is None

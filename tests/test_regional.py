@@ -13,6 +13,7 @@ from helpers import ROOT, TINY_MODELS, measured, tiny_config
 from compilebench.analysis import comparisons, stats
 from compilebench.configuration import config as configuration
 from compilebench.configuration import yaml_files
+from compilebench.core import thresholds
 from compilebench.core.errors import ConfigError, UserError
 from compilebench.core.files import read_json
 from compilebench.parent.jobs import mode_check_job
@@ -140,10 +141,10 @@ def test_cold_starts_of_every_process_give_the_compile_time_an_interval_and_a_ve
         return {"status": "ok", "mode_settings": {"kind": "compile"}, "compile_cold_samples_s": cold, "processes": []}
 
     whole, regional = result([10.2, 9.8, 10.5, 10.1]), result([2.1, 1.9, 2.0, 2.2])
-    row = comparisons.compile_times(whole, regional, comparisons.COMPILE_THRESHOLD)
+    row = comparisons.compile_times(whole, regional, thresholds.COMPILE_THRESHOLD)
     assert row["compile_cold_samples"] == 4 and row["compile_cold_verdict"] == "faster"
     assert 4.5 < row["compile_cold_ratio_ci95_low"] <= row["compile_cold_ratio"] <= row["compile_cold_ratio_ci95_high"]
-    one = comparisons.compile_times(whole, result([2.0]), comparisons.COMPILE_THRESHOLD)
+    one = comparisons.compile_times(whole, result([2.0]), thresholds.COMPILE_THRESHOLD)
     assert one["compile_cold_verdict"] == "unclear (1 samples)"
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from plain import ROOT, run_pipeline
 
-from compilebench.analysis import comparisons, stats
+from compilebench.analysis import comparison_text, comparisons, run_folders, stats
+from compilebench.core import thresholds
 
 
 def scaled(results: dict, factor: float) -> dict:
@@ -53,7 +54,7 @@ def tally(table, threshold: float, what: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", type=Path, default=ROOT / "config" / "experiments" / "aa.yaml")
-    parser.add_argument("--threshold", type=float, default=stats.DEFAULT_THRESHOLD)
+    parser.add_argument("--threshold", type=float, default=thresholds.DEFAULT_THRESHOLD)
     parser.add_argument("--scale", type=float, help="also compare against the second run's latencies times this")
     parser.add_argument("--keep", type=Path, help="keep both runs' projects under this folder")
     parser.add_argument("--reuse", type=Path, help="compare the two runs kept under this folder, without running")
@@ -65,13 +66,13 @@ def main() -> None:
             where, begin = args.keep or Path(tmp), time.perf_counter()
             first, second = (run_pipeline(args.config.resolve(), where / name) for name in ("a", "b"))
             print(f"both runs took {time.perf_counter() - begin:.0f} s")
-        base, new = comparisons.run_results(first), comparisons.run_results(second)
+        base, new = run_folders.run_results(first), run_folders.run_results(second)
     table = comparisons.between_runs(base, new, args.threshold)
-    print(comparisons.describe(table, sorted(set(base) - set(new)), sorted(set(new) - set(base))))
+    print(comparison_text.describe(table, sorted(set(base) - set(new)), sorted(set(new) - set(base))))
     lines = [tally(table, args.threshold, "A/A verdicts")]
     if args.scale:
         power = comparisons.between_runs(base, scaled(new, args.scale), args.threshold)
-        print(comparisons.describe(power, [], []))
+        print(comparison_text.describe(power, [], []))
         lines.append(tally(power, args.threshold, f"verdicts with the second run's latencies × {args.scale:g}"))
     print("\n".join(lines))
 

@@ -9,9 +9,10 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from .analysis import comparisons, stats, summaries
+from .analysis import comparison_text, comparisons, run_folders, summaries
 from .configuration import config as configuration
 from .configuration import plan, schema
+from .core import thresholds
 from .core.experiment import Experiment
 from .core.joblog import log_to_stderr
 from .core.records import Result
@@ -39,11 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="set one run's results against another's: ratio, interval, verdict")
     p.add_argument("base", type=Path, help="the earlier run: a project folder, or its results/ folder")
     p.add_argument("new", type=Path, help="the run to judge, likewise")
-    p.add_argument("--threshold", type=float, default=stats.DEFAULT_THRESHOLD, help="the ± band of `same`")
+    p.add_argument("--threshold", type=float, default=thresholds.DEFAULT_THRESHOLD, help="the ± band of `same`")
     p.add_argument(
         "--compile-threshold",
         type=float,
-        default=comparisons.COMPILE_THRESHOLD,
+        default=thresholds.COMPILE_THRESHOLD,
         help="the ± band of `same` for cold and warm compile times",
     )
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when anything regressed")
@@ -118,7 +119,7 @@ def compare(args: argparse.Namespace) -> int:
     for flag, value in (("--threshold", args.threshold), ("--compile-threshold", args.compile_threshold)):
         if not 0 < value < 1:
             raise configuration.UserError(f"{flag} is {value}: expected a fraction between 0 and 1, such as 0.05.")
-    base, new = comparisons.run_results(args.base), comparisons.run_results(args.new)
+    base, new = run_folders.run_results(args.base), run_folders.run_results(args.new)
     if not set(base) & set(new):
         raise configuration.UserError(
             f"{args.base} and {args.new} share no experiment (hardware/model/mode): expected two runs of one "
@@ -128,7 +129,7 @@ def compare(args: argparse.Namespace) -> int:
         base, new, args.threshold, lost_is_regression=True, compile_threshold=args.compile_threshold
     )
     only_base, only_new = sorted(set(base) - set(new)), sorted(set(new) - set(base))
-    print(comparisons.describe(table, only_base, only_new, comparisons.environments_said(base, new)))
+    print(comparison_text.describe(table, only_base, only_new, comparison_text.environments_said(base, new)))
     if args.out:
         write_csv(table, args.out)
     experiments = table[table["scope"] == "experiment"]

@@ -10,8 +10,7 @@ is that process's block bootstrap.
 Speedups over eager and the noise floor (eager against itself) pair the two sides within each process; a mode
 effect is the quotient of two jobs' speedups, so that each job's drift cancels in its own ratio first; a platform
 against the baseline, and a run against another run (`compilebench compare`), set independent processes side by
-side.
-"""
+side."""
 
 from __future__ import annotations
 
@@ -21,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core.errors import UserError
-from ..core.files import read_json, read_result, run_result_paths
+from ..core.files import read_result
 from ..core.modes import COMPILING_KINDS, MODE_NAMES, base_mode, without_own_setting
-from ..core.thresholds import CAPACITY_SHIFT, FAULTS_PER_CALL
+from ..core.thresholds import COMPILE_THRESHOLD, MIN_COMPILE_SAMPLES
+from .machine_state import unstable_experiments
+from .run_folders import by_experiment
 from .stats import (
     Timed,
     geometric_mean,
@@ -33,15 +33,13 @@ from .stats import (
     speedup,
     timed,
     unpaired,
-    verdict,
 )
 
 if TYPE_CHECKING:
     import pandas as pd
 
+
 KEY = ["model", "mode"]
-COMPILE_THRESHOLD = 0.15  # the band of `same` for compile times, as PyTorch's compiler dashboard judges them
-MIN_COMPILE_SAMPLES = 3  # fresh starts a side before a compile time gets an interval and a verdict
 
 
 def said(verdict_word: str | None, unstable: bool | None) -> str | None:
@@ -49,50 +47,6 @@ def said(verdict_word: str | None, unstable: bool | None) -> str | None:
     if verdict_word is None or (isinstance(verdict_word, float) and np.isnan(verdict_word)):
         return None
     return "unclear (unstable)" if unstable == True else verdict_word  # noqa: E712 (a table holds numpy booleans)
-
-
-def busy(result: dict) -> bool:
-    """Whether any of a result's processes measured on a machine that other work kept busy beyond `BUSY_SHARE`."""
-    return any((p.get("machine") or {}).get("busy") is True for p in result.get("processes") or [result])
-
-
-def parallel_capacity(result: dict) -> dict | None:
-    """A result's parallel speedups (`machine.parallel_capacity`): the median over its processes of each probe, before
-    eager was first timed and after the interleaved timing, over both (`overall`), and whether the two ends differ
-    by more than `CAPACITY_SHIFT` (`shifted`); None for a result measured without the probes."""
-    probes = [(p.get("machine") or {}).get("capacity") for p in result.get("processes") or []]
-    if not probes or None in probes:
-        return None
-    before = float(np.median([c["before"]["parallel_speedup"] for c in probes]))
-    after = float(np.median([c["after"]["parallel_speedup"] for c in probes]))
-    return {
-        "before": before,
-        "after": after,
-        "overall": float(np.median([c[end]["parallel_speedup"] for c in probes for end in ("before", "after")])),
-        "shifted": capacity_differs(before, after),
-    }
-
-
-def capacity_differs(a: float, b: float) -> bool:
-    """Whether two parallel speedups tell two states of the machine apart."""
-    return max(a, b) / min(a, b) > 1 + CAPACITY_SHIFT
-
-
-def faults_differ(a: float, b: float) -> bool:
-    """Whether two counts of page faults a call tell two states of the memory allocator apart."""
-    return abs(a - b) >= FAULTS_PER_CALL
-
-
-def unstable_experiments(results: dict[tuple[str, str, str], dict], threshold: float) -> set[tuple[str, str, str]]:
-    """The experiments of one run whose verdicts cannot be trusted: measured on a busy machine, or on a hardware
-    entry where their model's noise floor (eager against itself) is itself faster or slower beyond 1 ± threshold."""
-    unsteady_floors = set()
-    for (hardware, model, mode), result in results.items():
-        if mode == "eager" and result["status"] == "ok" and result.get("noise"):
-            low, high = result["noise"]["ci95"]
-            if verdict(low, high, threshold) in ("faster", "slower"):
-                unsteady_floors.add((hardware, model))
-    return {key for key, result in results.items() if busy(result) or key[:2] in unsteady_floors}
 
 
 COLUMNS = [
@@ -172,33 +126,6 @@ def compare_pairs(
     return rows
 
 
-def run_results(folder: str | Path) -> dict[tuple[str, str, str], dict]:
-    """The results of one run, by (hardware, model, mode): `folder` is a project folder or its `results/`."""
-    paths = run_result_paths(folder)
-    if not paths:
-        raise UserError(
-            f"{folder} holds no results: expected a project folder with results/runs/HARDWARE/MODEL/MODE.json "
-            "files, or its results/ folder."
-        )
-    return by_experiment(_with_start_rows(read_result(path), path) for path in paths)
-
-
-def _with_start_rows(result: dict, path: Path) -> dict:
-    """The result with its experiment's starts (results/starts/…, beside results/runs/…) under `start_rows`, where
-    its run timed them: `compare` gates cold and warm starts on them."""
-    hardware, model, mode = path.parts[-3], path.parts[-2], path.stem
-    starts = path.parents[3] / "starts" / hardware / model / f"{mode}.json"
-    if starts.is_file():
-        record = read_json(starts)
-        if record.get("experiment_sha256") == result.get("experiment_sha256"):
-            return {**result, "start_rows": record["rows"]}
-    return result
-
-
-def by_experiment(results) -> dict[tuple[str, str, str], dict]:
-    return {(r["hardware"], r["model"], r["mode"]): r for r in results}
-
-
 def between_runs(
     base: dict,
     new: dict,
@@ -260,12 +187,18 @@ def between_runs(
 
 
 COMPILE_STARTS = ("cold", "warm")
+
+
 COMPILE_COLUMNS = [
     f"compile_{start}_{key}"
     for start in COMPILE_STARTS
     for key in ("base_s", "s", "ratio", "ratio_ci95_low", "ratio_ci95_high", "verdict", "samples", "from")
 ]
+
+
 STRUCTURE = ("graphs", "graph_breaks", "recompiles")
+
+
 BETWEEN_COLUMNS = [
     *(c for c in COLUMNS if c != "baseline_hardware"),
     *("base_status", "status", "base_correct", "correct"),
@@ -342,6 +275,8 @@ def structure(before: dict, after: dict) -> dict:
 # What a result says was measured: a pair that differs in any of these is not the same experiment. The rest of
 # `measure` says how precisely it was measured: listed, and compared.
 WHAT_WAS_MEASURED = ("device", "task", "dtype", "batch_size", "swept", "spec", "mode_settings", "measure.fullgraph")
+
+
 SETTINGS = tuple(dict.fromkeys(key.split(".")[0] for key in WHAT_WAS_MEASURED))  # the records read, `measure` too
 
 
@@ -374,25 +309,6 @@ def _flat(settings: dict, prefix: str = "") -> dict[str, Any]:
         name = f"{prefix}{key}"
         flat.update(_flat(value, f"{name}.") if isinstance(value, dict) and value else {name: value})
     return flat
-
-
-def environments_said(base: dict, new: dict) -> list[str]:
-    """What each run ran on (torch, device, threads): one line where they agree, else what the comparison is
-    about."""
-
-    def seen(results: dict) -> dict[str, str]:
-        keys = ("torch", "device_name", "threads")
-        environments = [r.get("environment") or {} for r in results.values()]
-        values = {k: sorted({str(e[k]) for e in environments if e.get(k) is not None}) for k in keys}
-        return {k: ", ".join(v) or "unknown" for k, v in values.items()}
-
-    before, after = seen(base), seen(new)
-    if before == after:
-        return [f"both runs: torch {after['torch']} on {after['device_name']}, {after['threads']} threads"]
-    return [
-        "the runs differ in their environment: "
-        + "; ".join(f"{key} {before[key]} → {after[key]}" for key in before if before[key] != after[key])
-    ]
 
 
 def change_against(previous: list[str | Path], current: list[dict], threshold: float) -> pd.DataFrame:
@@ -440,103 +356,6 @@ def _regression(before: dict, after: dict, ratio: dict, compiled: dict) -> str |
         if (compiled.get(key) or 0) > (compiled.get(f"base_{key}") or 0):
             reasons.append(f"{key.replace('_', ' ')} {compiled[f'base_{key}']} → {compiled[key]}")
     return "; ".join(reasons) or None
-
-
-def describe(table: pd.DataFrame, only_base: list, only_new: list, environments: list[str] = ()) -> str:
-    """What `compilebench compare` prints: what the runs ran on, a line per experiment, the geometric means,
-    one-sided experiments, how many processes each verdict rests on, and a warning where a side had one."""
-    import pandas as pd
-
-    lines = list(environments)
-    experiments = table[table["scope"] == "experiment"]
-    for row in experiments.to_dict("records"):
-        name = f"{row['hardware']}/{row['model']}/{row['mode']}"
-        if row.get("comparable") is False:
-            lines.append(f"{name}: not comparable, the experiments differ: {row['differs_in']}")
-        elif pd.isna(row.get("ratio")):
-            lines.append(f"{name}: {row['base_status']} → {row['status']}, not timed on both sides")
-        else:
-            lines.append(f"{name}: {row['base_median_ms']:.4g} ms → {row['median_ms']:.4g} ms, {_ratio_said(row)}")
-            if isinstance(row.get("differs_in"), str):
-                lines[-1] += f"; measured with other settings: {row['differs_in']}"
-        if isinstance(row["regression"], str):
-            lines[-1] += f"  REGRESSION ({row['regression']})"
-        lines += _compile_said(row)
-    for row in table[table["scope"] == "geomean"].to_dict("records"):
-        lines.append(
-            f"geometric mean, {row['mode']} on {row['hardware']} ({int(row['experiments'])} experiments): "
-            f"{_ratio_said(row)}"
-        )
-    for side, keys in (("BASE", only_base), ("NEW", only_new)):
-        if keys:
-            lines.append(f"only in {side}: {', '.join('/'.join(key) for key in keys)}")
-    lines += _processes_said(experiments)
-    regressed = int(regressions(experiments).sum())
-    slower_means = int(regressions(table[table["scope"] == "geomean"]).sum())
-    unstable = int((experiments["unstable"] == True).sum())  # noqa: E712
-    lines.append(
-        (f"{regressed} experiment{'s' if regressed != 1 else ''} regressed" if regressed else "no experiment regressed")
-        + (f"; {slower_means} geometric mean{'s' if slower_means != 1 else ''} slower" if slower_means else "")
-        + (f"; {unstable} measured unstably (unclear, not a regression)" if unstable else "")
-    )
-    return "\n".join(lines)
-
-
-def _compile_said(row: dict) -> list[str]:
-    """`  cold compile 16.6 s → 24.9 s, ratio 0.667 (95% CI 0.62–0.71): slower` where a compile time moved or has a
-    verdict, and the structure's change."""
-    import pandas as pd
-
-    lines = []
-    for start in COMPILE_STARTS:
-        prefix = f"compile_{start}_"
-        ratio = row.get(f"{prefix}ratio")
-        if pd.isna(ratio) or (abs(ratio - 1) < 0.01 and row[f"{prefix}verdict"] not in ("faster", "slower")):
-            continue
-        low, high = row.get(f"{prefix}ratio_ci95_low"), row.get(f"{prefix}ratio_ci95_high")
-        interval = "" if pd.isna(low) else f" (95% CI {low:.3f}–{high:.3f})"
-        what = (
-            f"{start} start to first output"
-            if row.get(f"{prefix}from") == "process start to first output"
-            else f"{start} compile"
-        )
-        lines.append(
-            f"  {what} {row[f'{prefix}base_s']:.3g} s → {row[f'{prefix}s']:.3g} s, ratio "
-            f"{row[f'{prefix}ratio']:.3f}{interval}: {row[f'{prefix}verdict']}"
-        )
-    if isinstance(row.get("structure_change"), str):
-        lines.append(f"  structure changed: {row['structure_change']}")
-    return lines
-
-
-def _ratio_said(row: dict) -> str:
-    """`ratio 0.981 (95% CI 0.95–1.01): same; could detect ≥ 8.1 %, saw 1.9 %`."""
-    return (
-        f"ratio {row['ratio']:.3f} (95% CI {row['ratio_ci95_low']:.3f}–{row['ratio_ci95_high']:.3f}): "
-        f"{said(row['verdict'], row['unstable'])}; could detect ≥ {row['detectable_change']:.1f} %, "
-        f"saw {abs(row['ratio'] - 1) * 100:.1f} %"
-    )
-
-
-def _processes_said(experiments: pd.DataFrame) -> list[str]:
-    timed_rows = experiments.dropna(subset=["processes"])
-    if timed_rows.empty:
-        return []
-    counts = {side: sorted({int(n) for n in timed_rows[column]}) for side, column in
-              (("BASE", "base_processes"), ("NEW", "processes"))}  # fmt: skip
-    lines = [
-        "processes per experiment: "
-        + ", ".join(f"{side} {'/'.join(map(str, n))}" for side, n in counts.items())
-        + " (intervals over several processes are two-level: Student's t over the processes' values,"
-        + " each from its blocks)"
-    ]
-    for side, n in counts.items():
-        if 1 in n:
-            lines.append(
-                f"warning: {side} measured in one process per experiment, so its interval leaves out the variance "
-                "between processes; set measure.processes to 3 or more for a verdict between runs"
-            )
-    return lines
 
 
 def regressions(table: pd.DataFrame) -> pd.Series:

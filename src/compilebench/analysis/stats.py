@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core.thresholds import DEFAULT_THRESHOLD, STEADY_STATE_TOLERANCE
+
 VERDICTS = ("faster", "slower", "same", "unclear")
-DEFAULT_THRESHOLD = 0.05
 
 TWO_LEVEL = "two-level"
 
@@ -280,10 +281,6 @@ def resampling(result: dict, seed: int) -> dict:
 
 def missing(value) -> bool:
     return value is None or (isinstance(value, float) and np.isnan(value))
-
-
-# A mode whose interleaved median is further than this from its median timed alone is flagged.
-STEADY_STATE_TOLERANCE = 0.05
 
 
 def _median(x: np.ndarray, axis: int = -1) -> np.ndarray:

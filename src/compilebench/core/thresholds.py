@@ -1,5 +1,7 @@
-"""When a mode's output counts as correct: the thresholds the engine applies and the paper states."""
+"""Every threshold compilebench judges by, in one place: when an output counts as correct, when a difference is a
+verdict, and when the machine's state makes a measurement unfair. The paper states each where it applies."""
 
+# When a mode's output counts as correct.
 COSINE_MIN = 0.99  # PyTorch's dynamo harness uses the same cosine threshold
 FLOAT32_REL_TOL = 1e-3
 # Against the float64 output, as PyTorch's benchmark harness judges: RMSE at most k x eager's own + a tolerance
@@ -17,3 +19,13 @@ CAPACITY_SHIFT = 0.10
 # A side whose calls take this many page faults each (memory mapped afresh, from 4 KiB to 2 MiB a fault) is
 # timed with the memory allocator's state in its time.
 FAULTS_PER_CALL = 256
+
+# The band of `same` for a speedup or any ratio of medians (`report.threshold` overrides it): an interval inside
+# 1 ± this is no detectable difference.
+DEFAULT_THRESHOLD = 0.05
+# The band of `same` for compile times, as PyTorch's compiler dashboard judges them.
+COMPILE_THRESHOLD = 0.15
+# Fresh starts a side before a compile time gets an interval and a verdict.
+MIN_COMPILE_SAMPLES = 3
+# A mode whose interleaved median is further than this from its median timed alone is flagged.
+STEADY_STATE_TOLERANCE = 0.05

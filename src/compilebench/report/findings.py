@@ -6,7 +6,8 @@ import math
 
 import pandas as pd
 
-from ..analysis.comparisons import capacity_differs, faults_differ, said
+from ..analysis.comparisons import said
+from ..analysis.machine_state import capacity_differs, faults_differ
 from ..analysis.stats import missing
 from ..core.thresholds import (
     BUSY_SHARE,

@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..analysis import comparisons, stats
-from ..analysis.stats import DEFAULT_THRESHOLD, against_noise, detectable_change, missing, unsteady_floor
+from ..analysis import comparisons, machine_state, run_folders, stats
+from ..analysis.stats import against_noise, detectable_change, missing, unsteady_floor
 from ..core.modes import COMPILING_KINDS
 from ..core.records import CONFIG_SWEEP_KEYS, SWEEP_KEYS
+from ..core.thresholds import DEFAULT_THRESHOLD
 from .tables import SWEEP_COLUMNS, mode_columns
 
 
@@ -39,7 +40,7 @@ def scaling(runs: pd.DataFrame, results: list[dict] = (), threshold: float = DEF
                "correct"]  # fmt: skip
     table = pd.DataFrame(rows, columns=columns)
     table = table.sort_values(["sweep_of", "hardware", "mode", "series", "value"], kind="stable").reset_index(drop=True)
-    return _with_changes(table, comparisons.by_experiment(results), threshold)
+    return _with_changes(table, run_folders.by_experiment(results), threshold)
 
 
 DEPTH_RUN_COLUMNS = ("speedup", "speedup_ci95_low", "speedup_ci95_high", "graphs", "correct")
@@ -56,7 +57,7 @@ def compile_depth(runs: pd.DataFrame, results: list[dict], resamples: int = 2000
     its cold starts, with a bootstrap 95% interval where there are three or more) beside the speedup, and the
     line's trend, seconds of cold compile per layer with its interval (`stats.slope`)."""
     (depth,) = CONFIG_SWEEP_KEYS
-    run = comparisons.by_experiment(results)
+    run = run_folders.by_experiment(results)
     compiling = runs["mode_kind"].isin(COMPILING_KINDS) & runs["compile_s"].notna()
     swept = runs[runs["sweep_of"].notna() & (runs["status"] == "ok") & runs[depth].notna() & compiling]
     rows = []
@@ -174,7 +175,7 @@ def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, results: 
 def eager_beside(results: list[dict]) -> dict[tuple[str, str, str], dict]:
     """Per ok mode result with interleaved eager samples: eager's median beside it, that eager against the eager
     job's (`stats.eager_job_ratio`), and the machine's parallel speedup in the mode's processes and in the eager
-    job's (`comparisons.parallel_capacity`; None without probes)."""
+    job's (`machine_state.parallel_capacity`; None without probes)."""
     eager = {(r["hardware"], r["model"]): r for r in results if r["mode"] == "eager" and r["status"] == "ok"}
     out = {}
     for result in results:
@@ -188,8 +189,8 @@ def eager_beside(results: list[dict]) -> dict[tuple[str, str, str], dict]:
             "low": ratio["ci95"][0],
             "high": ratio["ci95"][1],
             "flagged": ratio["flagged"],
-            "capacity": (comparisons.parallel_capacity(result) or {}).get("overall"),
-            "job_capacity": (comparisons.parallel_capacity(job) or {}).get("overall"),
+            "capacity": (machine_state.parallel_capacity(result) or {}).get("overall"),
+            "job_capacity": (machine_state.parallel_capacity(job) or {}).get("overall"),
         }
     return out
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analysis import comparisons, stats
-from ..analysis.comparisons import busy
+from ..analysis import machine_state, stats
+from ..analysis.machine_state import busy
 from ..core.errors import UserError
 from ..core.files import read_results
 from ..core.records import COMPILE_PHASES, STATUSES, SWEEP_KEYS
@@ -59,8 +59,8 @@ def _alone_check_columns(key: str, result: dict) -> dict:
 
 
 def capacity_columns(result: dict) -> dict:
-    """The machine's parallel speedup at both ends of the result's processes (`comparisons.parallel_capacity`)."""
-    capacity = comparisons.parallel_capacity(result) or {}
+    """The machine's parallel speedup at both ends of the result's processes (`machine_state.parallel_capacity`)."""
+    capacity = machine_state.parallel_capacity(result) or {}
     return {
         "parallel_speedup_before": capacity.get("before"),
         "parallel_speedup_after": capacity.get("after"),
