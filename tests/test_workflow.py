@@ -390,7 +390,7 @@ MEASURING = ("results/processes/", "results/reference/", "results/env/", "result
 
 def test_engine_code_change_reruns_benchmarks(finished):
     project, config, _ = finished
-    planned = planned_after_editing(project, "src/compilebench/timing.py", "\nMEASURED_BY = 'a changed clock'\n")
+    planned = planned_after_editing(project, "src/compilebench/worker/timing.py", "\nMEASURED_BY = 'a changed clock'\n")
     assert expected_runs(config) <= planned
     assert any(o.startswith("results/processes/") for o in planned)
 
@@ -407,7 +407,7 @@ def test_a_comment_or_docstring_edit_in_a_worker_module_plans_nothing(finished):
 
 def test_a_report_side_code_edit_measures_nothing(finished):
     project, _, _ = finished
-    planned = planned_after_editing(project, "src/compilebench/comparisons.py", "\nREWORDED = True\n")
+    planned = planned_after_editing(project, "src/compilebench/analysis/comparisons.py", "\nREWORDED = True\n")
     assert "results/tables/mode_effects.csv" in planned and "results/report/paper.pdf" in planned
     assert not any(o.startswith((*MEASURING, "results/runs/")) for o in planned), planned
 

@@ -88,7 +88,7 @@ def _build(requirements: Path, venv: Path) -> dict:
     # --no-compile: a module is byte-compiled when first imported, so only what runs pays for it
     pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-compile"]
     _step([*pip, "-r", str(requirements), *ENGINE_REQUIREMENTS], f"pip could not install {requirements}")
-    probe = "import platform, torch, compilebench.jobs; print(torch.__version__, platform.python_version())"
+    probe = "import platform, torch, compilebench.parent.jobs; print(torch.__version__, platform.python_version())"
     engine = {**os.environ, "PYTHONPATH": str(ENGINE_ROOT)}  # as each job's child has it
     torch_version, python_version = _step([python, "-c", probe], "torch fails to import in it", engine).split()
     freeze = _step([python, "-m", "pip", "freeze", "--all"], "pip freeze failed")
