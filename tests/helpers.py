@@ -116,8 +116,9 @@ PAPER_SECTIONS = (
     "1 Setup",
     "2 Method",
     "3 Results",
-    "4 Correctness and compiler health",
-    "5 Reproducibility appendix",
+    "4 How far to trust these numbers",
+    "5 Correctness and compiler health",
+    "6 Reproducibility appendix",
 )
 
 DRY_RUNS: list[str] = []

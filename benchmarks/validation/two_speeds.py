@@ -16,11 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 VARIANTS = {
     "plain": "eager, then the compiled model, then both again",
@@ -31,6 +33,7 @@ VARIANTS = {
     "interleaved": "eager and the compiled model in alternating blocks, as compilebench times them",
     "passive_wait": "OMP_WAIT_POLICY=PASSIVE: idle OpenMP threads sleep instead of spinning",
     "no_compile_workers": "inductor's compile workers shut down after the compile",
+    "one_thread": "torch.set_num_threads(1) for the whole process: does the slow state need two threads?",
 }
 
 
@@ -47,6 +50,8 @@ def one_process(variant: str, model_name: str, image_size: int, blocks: int, blo
     import torch
     import torchvision
 
+    if variant == "one_thread":
+        torch.set_num_threads(1)
     torch.manual_seed(0)
     model = getattr(torchvision.models, model_name)().eval()
     x = torch.randn(1, 3, image_size, image_size)
@@ -109,17 +114,18 @@ def in_fresh_process(variant: str, args: argparse.Namespace) -> dict:
         env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": caches, "TRITON_CACHE_DIR": caches}
         if variant == "passive_wait":
             env["OMP_WAIT_POLICY"] = "PASSIVE"
-        command = [sys.executable, __file__, "--one", variant, "--model", args.model, "--image-size",
-                   str(args.image_size), "--blocks", str(args.blocks), "--block-calls", str(args.block_calls)]  # fmt: skip
+        shape = ["--model", args.model, "--image-size", str(args.image_size)]
+        timing = ["--blocks", str(args.blocks), "--block-calls", str(args.block_calls)]
+        command = [sys.executable, __file__, "--one", variant, *shape, *timing]
         done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"{variant}: {done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def slow(process: dict, ratio: float) -> bool:
-    blocks = process["compiled_block_ms"]
-    return max(blocks + [process["compiled_after_ms"]]) > ratio * min(blocks)
+def slow(process: dict, fast_ms: float, ratio: float) -> bool:
+    """Whether any stretch of the process's compiled calls ran past `ratio` times the machine's fast level."""
+    return max(process["compiled_block_ms"] + [process["compiled_after_ms"]]) > ratio * fast_ms
 
 
 def main() -> None:
@@ -130,27 +136,40 @@ def main() -> None:
     parser.add_argument("--image-size", type=int, default=128)
     parser.add_argument("--blocks", type=int, default=10)
     parser.add_argument("--block-calls", type=int, default=10)
-    parser.add_argument("--slow-ratio", type=float, default=1.3, help="a block this much slower than the fastest")
+    parser.add_argument("--slow-ratio", type=float, default=1.3, help="a stretch this much slower than the fast level")
+    parser.add_argument("--json", type=Path, help="write every process's figures here")
     parser.add_argument("--one", choices=list(VARIANTS), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         print(json.dumps(one_process(args.one, args.model, args.image_size, args.blocks, args.block_calls)))
         return
-    # Rounds, each variant once a round, so that a machine's slow hour falls on every variant alike.
+    # Rounds, each variant once a round in a shuffled order, so that a machine's slow stretch, or the process
+    # before, falls on every variant alike.
     found: dict[str, list[dict]] = {variant: [] for variant in args.variants}
+    rng = random.Random(0)
     for round_number in range(args.processes):
-        for variant in args.variants:
+        for variant in rng.sample(args.variants, len(args.variants)):
             process = in_fresh_process(variant, args)
             found[variant].append(process)
             blocks = " ".join(f"{ms:.1f}" for ms in process["compiled_block_ms"])
+            capacity = "".join(
+                f", {end} {process[f'capacity_{end}']:.2f}x"
+                for end in ("before", "after")
+                if f"capacity_{end}" in process
+            )
             print(f"round {round_number + 1} {variant}: speedup {process['speedup']:.2f}, eager "
                   f"{process['eager_ms'][0]:.1f}/{process['eager_ms'][1]:.1f} ms, compiled blocks {blocks}, "
-                  f"after {process['compiled_after_ms']:.1f}", flush=True)  # fmt: skip
-    print(f"\n{'variant':<20} {'slow':>6} {'speedup (median, range)':>26} {'compiled ms':>12}  what it adds")
+                  f"after {process['compiled_after_ms']:.1f}{capacity}", flush=True)  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(found, indent=1))
+    every_block = sorted(ms for processes in found.values() for p in processes for ms in p["compiled_block_ms"])
+    fast_ms = every_block[len(every_block) // 10]  # the machine's fast level: the 10th percentile of every block
+    print(f"\nfast level {fast_ms:.1f} ms; a process is slow where a stretch ran past {args.slow_ratio}x that")
+    print(f"{'variant':<20} {'slow':>6} {'speedup (median, range)':>26} {'compiled ms':>12}  what it adds")
     for variant, processes in found.items():
         speedups = [p["speedup"] for p in processes]
         compiled = statistics.median(statistics.median(p["compiled_block_ms"]) for p in processes)
-        slow_count = sum(slow(p, args.slow_ratio) for p in processes)
+        slow_count = sum(slow(p, fast_ms, args.slow_ratio) for p in processes)
         print(f"{variant:<20} {slow_count:>3}/{len(processes):<2} {statistics.median(speedups):>8.2f} "
               f"({min(speedups):.2f}-{max(speedups):.2f})       {compiled:>8.1f}  {VARIANTS[variant]}")  # fmt: skip
     libraries = {lib for processes in found.values() for p in processes for lib in p["openmp_libraries"]}

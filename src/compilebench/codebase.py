@@ -30,7 +30,7 @@ LAYERS: dict[str, frozenset[str]] = {
     "core": frozenset(),
     "configuration": frozenset({"core"}),
     "analysis": frozenset({"core"}),
-    "parent": frozenset({"core", "configuration"}),
+    "parent": frozenset({"core", "configuration", "analysis"}),
     "worker": frozenset({"core"}),
     "report": frozenset({"core", "configuration", "analysis"}),
     "pipeline": frozenset({"core", "configuration", "parent", "report"}),

@@ -20,12 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core import layout
 from ..core.errors import UserError
 from ..core.experiment import Experiment
 from ..core.files import read_json, write_json
 from ..core.records import START_PARTS, ProcessRecord, Result, now, result_header
 from ..core.thresholds import FAULTS_PER_CALL
-from . import stats
+from . import levels, stats
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +68,35 @@ def result_job(exp: Experiment, process_records: list[str | Path], out: str | Pa
     except DisagreeingProcesses as refused:  # a failed experiment, not a stopped pipeline
         log.error("%s", refused)
         result = {**result_header(exp, "failed", str(refused), started_at=first["started_at"]), "finished_at": now()}
+    if result["status"] == "ok":
+        result.update(level_fields(process_records, records))
     counted = len(result["processes"]) if result["status"] == "ok" else 0
     log.info("%s: %s, from %d of %d process(es)", exp.name, result["status"], counted, wanted)
     write_json(out, result)
     return result
+
+
+def level_fields(paths: list[str | Path], records: list[ProcessRecord]) -> dict:
+    """`set_aside`: each record its job set aside for a level shift and measured again, with the shift (the
+    result rests on the others); `level_shift`: the shift of a process the result still rests on (the time or the
+    `measure.max_extra_processes` ran out), or None."""
+    set_aside = [
+        {"process": k, **(levels.level_shift(aside_record) or {}), "record": aside.name}
+        for k, path in enumerate(paths, 1)
+        for aside in layout.set_aside_records(path)
+        if (aside_record := read_json(aside))
+    ]
+    kept = [
+        {"process": k, **shift}
+        for k, record in enumerate(records, 1)
+        if record["status"] == "ok" and (shift := levels.level_shift(record))
+    ]
+    every = [read_json(aside) for path in paths for aside in layout.set_aside_records(path)] + list(records)
+    return {
+        "set_aside": set_aside,
+        "level_shift": kept[0] if kept else None,
+        "bimodal": levels.bimodal(levels.mode_levels([r for r in every if r.get("status") == "ok"])),
+    }
 
 
 def combine(exp: Experiment, records: list[ProcessRecord], notes: list[str] | None = None) -> Result:

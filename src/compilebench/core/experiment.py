@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+DEFAULT_EXTRA_PROCESSES = 2  # `measure.max_extra_processes` where the config gives none
+
 
 def _optional(part: type | None = None) -> Any:
     """A key the JSON form holds only when it is set."""
@@ -206,8 +208,14 @@ class Measure(Part):
     profile_iterations: int
     compile_trace: bool | None = _optional()
     cold_processes: bool | None = _optional()  # every process compiles in empty caches, not process 1 alone
+    max_extra_processes: int | None = _optional()  # fresh processes measured again for a level shift (None: 2)
     trace: str | None = _optional()  # with `profile`: where the Chrome trace goes
     compile_trace_dir: str | None = _optional()  # with `compile_trace`: where the TORCH_TRACE log goes
+
+    @property
+    def extra_processes(self) -> int:
+        """How many times a process whose level moved is measured again (`max_extra_processes`, default 2)."""
+        return DEFAULT_EXTRA_PROCESSES if self.max_extra_processes is None else self.max_extra_processes
 
     @property
     def warm_start_by_job(self) -> bool:

@@ -78,3 +78,14 @@ FIGURE_NAMES = (
 
 def table(name: str) -> str:
     return TABLE.format(table=name)
+
+
+def set_aside_path(out: str | Path, attempt: int) -> Path:
+    out = Path(out)
+    return out.with_name(f"{out.stem}.set-aside-{attempt}{out.suffix}")
+
+
+def set_aside_records(out: str | Path) -> list[Path]:
+    """The records of a process measured again for a level shift, in the order they were set aside."""
+    out = Path(out)
+    return sorted(out.parent.glob(f"{out.stem}.set-aside-*{out.suffix}"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))

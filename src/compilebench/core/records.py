@@ -126,6 +126,9 @@ class Result(_Measured, total=False):
     eager_alone: dict[str, Any]  # eager interleaved with the mode against eager timed alone before the mode was built
     throughput: dict[str, float]
     generation: dict[str, Any]  # summaries.summarize_tokens
+    set_aside: list[dict[str, Any]]  # records set aside for a level shift and measured again (analysis.levels)
+    level_shift: dict[str, Any] | None  # the level shift of a process the result still rests on
+    bimodal: dict[str, Any] | None  # the mode's processes at two levels: each level's median and share
 
 
 @dataclass(frozen=True)

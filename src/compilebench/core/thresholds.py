@@ -29,3 +29,12 @@ COMPILE_THRESHOLD = 0.15
 MIN_COMPILE_SAMPLES = 3
 # A mode whose interleaved median is further than this from its median timed alone is flagged.
 STEADY_STATE_TOLERANCE = 0.05
+# A timed series whose level moved by more than this share partway through a process (analysis.levels) describes
+# neither level: the process is measured again and set aside.
+LEVEL_SHIFT_TOLERANCE = 0.10
+# The penalty of each change point, in units of the series' call-to-call spread times log(calls): higher finds
+# fewer changes. Calibrated by benchmarks/validation/level_shifts.py on A/A series and injected steps.
+LEVEL_SHIFT_PENALTY = 3.0
+# A mode whose processes' levels split at a gap wider than this share of the faster level ran at two speeds
+# (`bimodal`): its result states both, not their average.
+BIMODAL_GAP = 0.25

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..analysis import levels
+from ..core import layout
 from ..core.errors import UserError
 from ..core.experiment import Experiment, ModeSettings
 from ..core.files import failure_of, read_json, write_failure, write_json
@@ -191,6 +193,8 @@ def process_job(
     timeout_s = exp.measure.timeout_s
     started_at = now()
     Path(out).unlink(missing_ok=True)  # what the parent reads afterwards is this run's, or nothing
+    for stale in layout.set_aside_records(out):
+        stale.unlink()
     caches = Path(caches)
     if process == 1:
         shutil.rmtree(caches, ignore_errors=True)
@@ -212,8 +216,6 @@ def process_job(
         # Each process compiles in caches on the machine's own disk (results/ may be a cluster's shared file system):
         # the first starts empty and leaves a copy of what it wrote for the later ones, which start from it.
         warm = process > 1 and private and not exp.measure.cold_processes
-        if warm:
-            shutil.copytree(caches, scratch / "caches")
         caches_env = cache_env(scratch / "caches") if private else {}
         artifacts = scratch / "cache-artifacts.bin"
         request = MeasureRequest(
@@ -227,7 +229,17 @@ def process_job(
         )
         trace_dir = exp.measure.compile_trace_dir if process == 1 else None
         trace_env = _compile_trace_env(trace_dir) if trace_dir else {}
-        returncode = supervised(request, timeout_s, python=python, env={**caches_env, **trace_env})
+
+        def measure_once(limit_s: float) -> int | None:
+            """One fresh measuring process, in the caches this process starts from (empty for a cold one)."""
+            if private:
+                shutil.rmtree(scratch / "caches", ignore_errors=True)
+                if warm:
+                    shutil.copytree(caches, scratch / "caches")
+            return supervised(request, limit_s, python=python, env={**caches_env, **trace_env})
+
+        returncode = measure_once(timeout_s)
+        returncode = _measured_again_while_shifted(exp, out, process, returncode, deadline, measure_once)
         damaged = _damaged_cache(out, returncode) if warm else None
         if damaged and (left := deadline - time.monotonic()) > 1:
             log.error("process %d failed on the caches process 1 left (%s): it compiles cold instead", process, damaged)
@@ -256,6 +268,34 @@ def process_job(
             record["cache_replaced"] = {"reason": damaged}  # its first call compiled cold: no warm start
             write_json(out, record)
     return record
+
+
+def _measured_again_while_shifted(
+    exp: Experiment, out: str | Path, process: int, returncode: int | None, deadline: float, measure_once
+) -> int | None:
+    """Where an ok record's level moved partway through (`analysis.levels`), the record is set aside beside it
+    (`{process}.set-aside-{k}.json`) and the process measured again in a fresh one, up to
+    `measure.max_extra_processes` times and within the time left; the last record stands, shifted or not."""
+    extra = exp.measure.extra_processes
+    for attempt in range(1, extra + 1):
+        if returncode != 0 or not Path(out).exists():
+            return returncode
+        record = read_json(out)
+        shift = levels.level_shift(record) if record["status"] == "ok" else None
+        if shift is None:
+            return returncode
+        left = deadline - time.monotonic()
+        aside = layout.set_aside_path(out, attempt)
+        if left <= 1:
+            log.error("process %d: %s; no time is left to measure it again", process, levels.said(shift))
+            return returncode
+        log.error(
+            "process %d: %s; set aside as %s and measured again (%d of %d)",
+            process, levels.said(shift), aside.name, attempt, extra,
+        )  # fmt: skip
+        os.replace(out, aside)
+        returncode = measure_once(left)
+    return returncode
 
 
 def _damaged_cache(out: str | Path, returncode: int | None) -> str | None:

@@ -433,3 +433,56 @@ def stream_findings(streams: pd.DataFrame) -> list[str]:
             f"({_times(row['steady_speedup'])})."
         )
     return findings
+
+
+def advice(entry: dict) -> str:
+    """One sentence per model and hardware entry: the mode to use, by how much, and after how many calls its
+    compile pays; eager where no mode was found faster. A caveat a check found is in the same sentence."""
+    use, rows = entry["use"], entry["rows"]
+    where = f"{entry['model']} on {entry['hardware']}"
+    if use["mode"] != "eager":
+        low, high = use["ci95"]
+        caveat = f" ({'; '.join(use['caveats'])})" if use["caveats"] else ""
+        said_ = (
+            f"{where}: use {use['mode']}, {use['speedup']:.2f}× as fast as eager{caveat} "
+            f"({use['median_ms']:.2f} against {use['eager_ms']:.2f} ms; 95% CI {low:.2f}–{high:.2f})"
+        )
+        if not missing(use.get("compile_s")):
+            said_ += (
+                f"; its {use['compile_s']:.1f} s cold compile pays off after {calls(use['break_even_calls'])} calls"
+            )
+        return said_ + "."
+    others = [r for r in rows if r["mode"] != "eager"]
+    if not others:
+        return f"{where}: only eager was measured ({use['median_ms']:.2f} ms)."
+    return (
+        f"{where}: stay with eager ({use['median_ms']:.2f} ms); no mode ran detectably faster: "
+        + "; ".join(_mode_said(r) for r in others)
+        + "."
+    )
+
+
+def _mode_said(row: dict) -> str:
+    """`compile-default 0.62× (slower)`, `jit unclear (its level moved)`, `compile-max-autotune failed`."""
+    if missing(row.get("speedup")):
+        return f"{row['mode']} {row['verdict']}"
+    why = f", {row['why']}" if row.get("why") else ""
+    caveat = f"; {', '.join(row['caveats'])}" if row["caveats"] else ""
+    return f"{row['mode']} {row['speedup']:.2f}× ({row['verdict']}{why}{caveat})"
+
+
+def level_findings(runs: pd.DataFrame) -> list[str]:
+    """Each result whose level moved partway through a process: the shift it still rests on (its verdict
+    unclear), or the processes set aside for one and measured again."""
+    said_ = []
+    for row in records(runs[runs["status"] == "ok"]):
+        name = f"{row['mode']} for {row['model']} on {row['hardware']}"
+        if isinstance(row.get("level_shift"), str):
+            said_.append(f"{name}: {row['level_shift']} in the process its figures rest on; its verdict is unclear.")
+        elif not missing(row.get("set_aside")) and row["set_aside"] > 0:
+            n = int(row["set_aside"])
+            said_.append(
+                f"{name}: {n} process{'es' if n != 1 else ''} set aside because the level of its calls moved "
+                "partway through, and measured again; the figures rest on the process without a shift."
+            )
+    return said_

@@ -25,6 +25,7 @@ from ..core.thresholds import (
 )
 from .appendix import asset_checksums, fast_math_note, package_versions, yaml_blocks
 from .findings import (
+    advice,
     calls,
     change_findings,
     comparison_findings,
@@ -33,6 +34,7 @@ from .findings import (
     effect_findings,
     fidelity_findings,
     instability_findings,
+    level_findings,
     pay_off_findings,
     scaling_findings,
     settings_findings,
@@ -40,6 +42,7 @@ from .findings import (
     stream_findings,
 )
 from .rows import (
+    answer,
     at_a_glance,
     capped,
     cluster_jobs,
@@ -90,7 +93,7 @@ def context(
     depth = pd.read_csv(tables["compile_depth"])
     start_paths = pd.read_csv(tables["start_paths"])
     previous = (config.get("report") or {}).get("compare_with")
-    pay_off = pay_off_rows(runs)
+    pay_off = pay_off_rows(runs, start_paths)
     envs = [read_json(p) for p in env_records]
     published = config.get("published") or {}
     by_name = {Path(f).stem: Path(f) for f in figures}
@@ -102,10 +105,14 @@ def context(
         "title": config.get("title", "compilebench"),
         "authors": config.get("authors", ""),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        "answer": (answered := answer(runs, speedups)),
+        "advice": [advice(entry) for entry in answered],
+        "model_count": int(runs["sweep_of"].fillna(runs["model"]).nunique()) if "sweep_of" in runs else 0,
         "findings": effects_found
         + settings_findings(effects)
         + ([nothing_else] if nothing_else else [])
-        + scaling_findings(scaling)
+        + scaling_findings(scaling),
+        "trust": level_findings(runs)
         + fidelity_findings(runs)
         + eager_job_findings(speedups)
         + instability_findings(speedups),
@@ -160,6 +167,8 @@ def context(
         "capped": capped(runs),
         "config_blocks": yaml_blocks(config),
         "command": command,
+        "config_file": (re.search(r"--configfile (\S+)", command) or [None, "config/config.yaml"])[1],
+        "measuring_span_s": measuring_span_s(runs),
         "code": sorted(
             {
                 (e["code"]["commit"] or "unknown") + (" (uncommitted changes)" if e["code"]["dirty"] else "")
@@ -174,6 +183,12 @@ def context(
 
 # The figures the paper places in sections of their own after the main results, in the order they appear there.
 LATER_FIGURES = ("scaling", "streams", "pay_off", "starts", "compile_depth", "comparison")
+
+
+def measuring_span_s(runs: pd.DataFrame) -> float | None:
+    """Seconds from the first measuring process's start to the last one's end."""
+    times = pd.to_datetime(pd.concat([runs["started_at"], runs["finished_at"]]).dropna(), utc=True, errors="coerce")
+    return None if times.dropna().empty else float((times.max() - times.min()).total_seconds())
 
 
 def reading_order(with_scaling: bool) -> list[str]:

@@ -10,6 +10,7 @@ import re
 import pandas as pd
 
 from ..analysis.comparisons import said
+from ..analysis.stats import missing
 from ..core.layout import REPORT_OUT
 from ..core.modes import ordered
 
@@ -34,13 +35,103 @@ def _glance(row: pd.Series) -> dict:
     }
 
 
-def pay_off_rows(runs: pd.DataFrame) -> list[dict]:
-    """Every compiled run with a break-even count: what its start costs, cold and warm, and when it is repaid."""
+# A verdict in the words page 1 uses, and why a verdict is unclear, in three words or so.
+VERDICT_WORDS = {"faster": "faster", "slower": "slower", "same": "no detectable difference", "unclear": "unclear"}
+CAVEATS = {
+    "steady_state_flagged": "interleaving moved it",
+    "eager_alone_flagged": "eager moved beside it",
+    "eager_job_flagged": "eager job differs",
+    "faults_flagged": "page faults",
+}
+
+
+def verdict_in_words(row: dict) -> tuple[str, str | None]:
+    """A mode's verdict against eager as page 1 states it, and why where it is unclear or absent."""
+    if row.get("status") != "ok":
+        return row.get("status") or "not run", _first_words(row.get("error"))
+    if row.get("correct") is False:
+        return "wrong output", "failed the correctness check"
+    if not missing(row.get("bimodal_slow_ms")):
+        return "two speeds", f"{row['bimodal_fast_ms']:.1f} or {row['bimodal_slow_ms']:.1f} ms"
+    if isinstance(row.get("level_shift"), str):
+        return "unclear", "its level moved"
+    if row.get("unstable") is True:
+        return "unclear", "machine not steady"
+    verdict = row.get("against_noise")
+    if not isinstance(verdict, str):
+        return "unclear", "no interval"
+    return VERDICT_WORDS[verdict], ("interval too wide" if verdict == "unclear" else None)
+
+
+def _first_words(text, words: int = 6) -> str | None:
+    return " ".join(str(text).split()[:words]) + "…" if isinstance(text, str) and text else None
+
+
+def caveats(row: dict) -> list[str]:
+    """What a check found about a row, in words: the caveat column of the answer and of Table 1."""
+    found = [words for key, words in CAVEATS.items() if row.get(key) is True]
+    if row.get("set_aside"):
+        found.append(f"{int(row['set_aside'])} process{'es' if row['set_aside'] != 1 else ''} re-measured")
+    return found
+
+
+def answer(runs: pd.DataFrame, speedups: pd.DataFrame) -> list[dict]:
+    """Page 1: per hardware and model, every mode with its median, the eager median its speedup divides by (eager
+    timed beside it in its own process), the speedup with its interval, the verdict in words, the cold compile and
+    the calls after which compiling pays off; and the mode to use, eager among the candidates."""
+    by_mode = {(r["hardware"], r["model"], r["mode"]): r for r in records(speedups)}
+    answers = []
+    for (hardware, model), frame in runs.groupby(["hardware", "model"], sort=False):
+        order = {m: i for i, m in enumerate(ordered(frame["mode"]))}
+        rows = []
+        for run in sorted(records(frame), key=lambda r: order[r["mode"]]):
+            if run["mode"] == "eager":
+                verdict = "baseline" if run["status"] == "ok" else run["status"]
+                rows.append({**_answer_row(run), "eager_ms": run.get("median_ms"), "speedup": 1.0, "verdict": verdict})
+                continue
+            row = {**run, **by_mode.get((hardware, model, run["mode"]), {})}
+            verdict, why = verdict_in_words(row)
+            interval = (row.get("speedup_ci95_low"), row.get("speedup_ci95_high"))
+            rows.append({**_answer_row(row), "eager_ms": row.get("eager_beside_median_ms"), "ci95": interval,
+                         "speedup": row.get("speedup"), "verdict": verdict, "why": why})  # fmt: skip
+        answers.append({"hardware": hardware, "model": model, "rows": rows, "use": _best(rows)})
+    return answers
+
+
+def _answer_row(row: dict) -> dict:
+    return {
+        "mode": row["mode"],
+        "status": row["status"],
+        "median_ms": row.get("median_ms"),
+        "compile_s": row.get("compile_s") if row["mode"] != "eager" else None,
+        "break_even_calls": row.get("break_even_calls"),
+        "caveats": caveats(row),
+        "ci95": (None, None),
+        "why": None,
+    }
+
+
+def _best(rows: list[dict]) -> dict:
+    """The mode to use: the fastest one found faster than eager with a correct output, else eager."""
+    faster = [r for r in rows if r["verdict"] == "faster"]
+    return max(faster, key=lambda r: r["speedup"]) if faster else next(r for r in rows if r["mode"] == "eager")
+
+
+def pay_off_rows(runs: pd.DataFrame, start_paths: pd.DataFrame | None = None) -> list[dict]:
+    """Every compiled run with a break-even count: what compiling costs, each figure named by what it includes
+    (the cold and warm compile of the first call; where starts were timed, the cold and warm start from process
+    start to first output), and when it is repaid."""
     frame = runs[(runs["status"] == "ok") & runs["break_even_calls"].notna()]
     eager = runs[(runs["mode"] == "eager") & (runs["status"] == "ok")].set_index(["hardware", "model"])["first_call_s"]
+    started = {}
+    if start_paths is not None and not start_paths.empty:
+        ok = start_paths[start_paths["status"] == "ok"]
+        started = {(r["hardware"], r["model"], r["mode"], r["path"]): r["total_s"] for r in records(ok)}
     rows = records(frame)
     for row in rows:
         row["eager_first_call_s"] = eager.get((row["hardware"], row["model"]))
+        for path in ("cold", "warm"):
+            row[f"{path}_start_s"] = started.get((row["hardware"], row["model"], row["mode"], path))
     return rows
 
 
@@ -187,6 +278,6 @@ def records(frame: pd.DataFrame) -> list[dict]:
 
 
 def correct(speedups: pd.DataFrame) -> pd.DataFrame:
-    """The ok speedups of modes that passed the correctness check: a wrong answer is no speedup (Section 4 lists
+    """The ok speedups of modes that passed the correctness check: a wrong answer is no speedup (Section 5 lists
     the others)."""
     return speedups[(speedups["status"] == "ok") & (speedups["correct"] == True)]  # noqa: E712

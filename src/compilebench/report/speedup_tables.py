@@ -126,7 +126,11 @@ def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, results: 
     intervals = list(zip(modes["speedup_ci95_low"], modes["speedup_ci95_high"]))
     floors = list(zip(modes["noise_ci95_low"], modes["noise_ci95_high"]))
     modes["threshold"] = threshold
-    modes["against_noise"] = [against_noise(*interval, *floor, threshold) for interval, floor in zip(intervals, floors)]
+    two_levels = modes["level_shift"].apply(lambda shift: isinstance(shift, str)) | modes["bimodal_slow_ms"].notna()
+    modes["against_noise"] = [
+        "unclear" if moved else against_noise(*interval, *floor, threshold)
+        for interval, floor, moved in zip(intervals, floors, two_levels)
+    ]  # a level that moved within a process, or processes at two levels: a median describes neither
     modes["detectable_change"] = [
         None if missing(low) else detectable_change(low, high, threshold) for low, high in intervals
     ]
@@ -151,6 +155,10 @@ def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, results: 
         "noise_ci95_high",
         "threshold",
         "against_noise",
+        "level_shift",
+        "set_aside",
+        "bimodal_fast_ms",
+        "bimodal_slow_ms",
         "unstable",
         "detectable_change",
         "processes",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analysis import machine_state, stats
+from ..analysis import levels, machine_state, stats
 from ..analysis.machine_state import busy
 from ..core.errors import UserError
 from ..core.files import read_results
@@ -85,6 +85,25 @@ def fault_columns(result: dict) -> dict:
     }
 
 
+def level_columns(result: dict) -> dict:
+    """The level shift the result still rests on (`level_shift_*`, in words too), and how many processes were set
+    aside for one and measured again."""
+    shift = result.get("level_shift") or {}
+    return {
+        "level_shift": levels.said(shift) if shift else None,
+        **{f"level_shift_{key}": shift.get(key) for key in ("side", "at_call", "before_ms", "after_ms")},
+        "set_aside": len(result.get("set_aside") or []) if result.get("processes") else None,
+        **bimodal_columns(result.get("bimodal")),
+    }
+
+
+def bimodal_columns(found: dict | None) -> dict:
+    """A mode that ran at two speeds: each level's median and the fast level's share of the levels seen."""
+    fast, slow = (found or {}).get("levels") or ({}, {})
+    return {"bimodal_fast_ms": fast.get("median_ms"), "bimodal_slow_ms": slow.get("median_ms"),
+            "bimodal_fast_share": fast.get("share")}  # fmt: skip
+
+
 def _run_row(result: dict, path: str) -> dict:
     stats = result.get("stats", {})
     speedup = result.get("speedup", {})
@@ -152,6 +171,7 @@ def _run_row(result: dict, path: str) -> dict:
             ((p.get("machine") or {}).get("others_share") or 0.0 for p in result.get("processes") or []), default=None
         ),
         **capacity_columns(result),
+        **level_columns(result),
         "noise_ratio": noise.get("ratio"),
         "noise_ci95_low": noise_ci[0],
         "noise_ci95_high": noise_ci[1],

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import torch
 
 from ..core import peaks
@@ -201,6 +202,7 @@ def record(hardware: str, entry: dict) -> dict:
         "python_env": entry.get("python_env"),
         "python_executable": sys.executable,
         "platform": platform.platform(),
+        "memory_bytes": psutil.virtual_memory().total,
         "hostname": platform.node(),
         "cpu": cpu_info(),
         "accelerator": accelerator_info(),
