@@ -52,7 +52,12 @@ def strongest_change(samples_ms: Sequence[float], penalty: float = LEVEL_SHIFT_P
     if not breaks:
         return None
     at = max(breaks, key=lambda b: abs(float(np.median(log_ms[b:]) - np.median(log_ms[:b]))))
-    return {"at_call": int(at), "before_ms": float(np.median(ms[:at])), "after_ms": float(np.median(ms[at:]))}
+    return {
+        "at_call": int(at),
+        "of_calls": int(ms.size),
+        "before_ms": float(np.median(ms[:at])),
+        "after_ms": float(np.median(ms[at:])),
+    }
 
 
 def factor(change: dict | None) -> float:
@@ -88,9 +93,15 @@ def judge(changes: dict[str, dict | None], record: dict, tolerance: float = LEVE
     return None
 
 
+# Two sides' changes this close in the process (as shares of each series) happened at the same moment.
+SAME_MOMENT = 0.1
+
+
 def _alike(a: dict, b: dict, tolerance: float) -> bool:
-    """Two sides' changes that are the same move: by factors within the tolerance of each other."""
-    return abs(math.log(factor(a) / factor(b))) <= math.log1p(tolerance)
+    """Two sides' changes that are the same move: at the same stretch of the process, by factors within the
+    tolerance of each other."""
+    together = abs(a["at_call"] / a["of_calls"] - b["at_call"] / b["of_calls"]) <= SAME_MOMENT
+    return together and abs(math.log(factor(a) / factor(b))) <= math.log1p(tolerance)
 
 
 def _shift(side: str, change: dict) -> dict:

@@ -31,7 +31,7 @@ MIN_COMPILE_SAMPLES = 3
 STEADY_STATE_TOLERANCE = 0.05
 # A timed series whose level moved by more than this share partway through a process (analysis.levels) describes
 # neither level: the process is measured again and set aside.
-LEVEL_SHIFT_TOLERANCE = 0.10
+LEVEL_SHIFT_TOLERANCE = 0.15
 # The penalty of each change point, in units of the series' call-to-call spread times log(calls): higher finds
 # fewer changes. Calibrated by benchmarks/validation/level_shifts.py on A/A series and injected steps.
 LEVEL_SHIFT_PENALTY = 3.0

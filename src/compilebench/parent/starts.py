@@ -90,9 +90,9 @@ def starts_job(
     if stopped:
         record["rows"] = [_row(path, k, "failed", stopped) for k in _repeats(plan) for path in plan["paths"]]
     else:
-        runner = _Starts(exp, plan, reference, pyenv.interpreter(exp.python_env), cache_env)
+        starts = _Starts(exp, plan, reference, pyenv.interpreter(exp.python_env), cache_env)
         with tempfile.TemporaryDirectory(prefix="compilebench-starts-") as scratch:
-            record.update(runner.measure_process(Path(scratch)))
+            record.update(starts.run(Path(scratch)))
     record["finished_at"] = now()
     write_json(out, record)
     return record
