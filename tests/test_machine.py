@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -27,10 +28,17 @@ def probed_with(cores: set[int]) -> dict:
 
 @pytest.mark.skipif(len(getattr(os, "sched_getaffinity", lambda _: ())(0)) < 2, reason="needs two cores")
 def test_the_probe_sees_the_cores_a_process_can_use():
+    """A VM whose two vCPUs do not always run together (this project's 2-core VM, in its slow state) reads near 1
+    on two cores for seconds at a time: the two-core probe is taken up to five times, one core once."""
     two = sorted(os.sched_getaffinity(0))[:2]
-    both, one = probed_with(set(two)), probed_with({two[0]})
+    one = probed_with({two[0]})
+    tries = [probed_with(set(two))]
+    while tries[-1]["parallel_speedup"] <= 1.3 and len(tries) < 5:
+        time.sleep(2)
+        tries.append(probed_with(set(two)))
+    both = tries[-1]
     assert both["threads"] == one["threads"] == 2 and one["one_thread_ms"] > 0 and one["all_threads_ms"] > 0
-    assert one["parallel_speedup"] < 1.1 < 1.3 < both["parallel_speedup"], (one, both)
+    assert one["parallel_speedup"] < 1.1 < 1.3 < both["parallel_speedup"], (one, tries)
     assert machine_state.capacity_differs(both["parallel_speedup"], one["parallel_speedup"])
 
 

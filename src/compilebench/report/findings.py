@@ -440,6 +440,8 @@ def advice(entry: dict) -> str:
     compile pays; eager where no mode was found faster. A caveat a check found is in the same sentence."""
     use, rows = entry["use"], entry["rows"]
     where = f"{entry['model']} on {entry['hardware']}"
+    if use is None:
+        return f"{where}: no eager run to set its modes against (" + "; ".join(_mode_said(r) for r in rows) + ")."
     if use["mode"] != "eager":
         low, high = use["ci95"]
         caveat = f" ({'; '.join(use['caveats'])})" if use["caveats"] else ""

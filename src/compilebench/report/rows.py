@@ -111,10 +111,12 @@ def _answer_row(row: dict) -> dict:
     }
 
 
-def _best(rows: list[dict]) -> dict:
-    """The mode to use: the fastest one found faster than eager with a correct output, else eager."""
+def _best(rows: list[dict]) -> dict | None:
+    """The mode to use: the fastest one found faster than eager with a correct output, else eager; None where no
+    eager ran to set the others against."""
     faster = [r for r in rows if r["verdict"] == "faster"]
-    return max(faster, key=lambda r: r["speedup"]) if faster else next(r for r in rows if r["mode"] == "eager")
+    eager = [r for r in rows if r["mode"] == "eager" and r["verdict"] == "baseline"]
+    return max(faster, key=lambda r: r["speedup"]) if faster else (eager[0] if eager else None)
 
 
 def pay_off_rows(runs: pd.DataFrame, start_paths: pd.DataFrame | None = None) -> list[dict]:
