@@ -80,18 +80,18 @@ def level_fields(paths: list[str | Path], records: list[ProcessRecord]) -> dict:
     """`set_aside`: each record its job set aside for a level shift and measured again, with the shift (the
     result rests on the others); `level_shift`: the shift of a process the result still rests on (the time or the
     `measure.max_extra_processes` ran out), or None."""
+    asides = [
+        (k, aside, read_json(aside)) for k, path in enumerate(paths, 1) for aside in layout.set_aside_records(path)
+    ]
     set_aside = [
-        {"process": k, **(levels.level_shift(aside_record) or {}), "record": aside.name}
-        for k, path in enumerate(paths, 1)
-        for aside in layout.set_aside_records(path)
-        if (aside_record := read_json(aside))
+        {"process": k, **(levels.level_shift(record) or {}), "record": aside.name} for k, aside, record in asides
     ]
     kept = [
         {"process": k, **shift}
         for k, record in enumerate(records, 1)
         if record["status"] == "ok" and (shift := levels.level_shift(record))
     ]
-    every = [read_json(aside) for path in paths for aside in layout.set_aside_records(path)] + list(records)
+    every = [record for _, _, record in asides] + list(records)
     return {
         "set_aside": set_aside,
         "level_shift": kept[0] if kept else None,
