@@ -88,7 +88,7 @@ def test_a_process_whose_level_moved_is_set_aside_and_measured_again(tmp_path, m
     """A 1.7x step injected into the mode's calls of the first measuring process, as a machine that changed state
     would leave it: the job sets that record aside, measures a fresh process, and the result rests on it."""
     raw = tiny_config({"resnet": tiny_config()["models"]["resnet"]})
-    raw["measure"].update(iterations=60, interleave_block=6, min_blocks=10)  # a series long enough to have levels
+    raw["measure"].update(iterations=60, interleave_block=6, min_blocks=10, max_extra_processes=2)  # levels to find
     exp = configuration.experiment(configuration.validate(raw), "resnet", "compile-default", "cpu")
     real, attempts = supervise.supervised, []
 

@@ -252,6 +252,12 @@ def speedup(result: dict, *, seed: int = 0) -> Ratio:
     return paired(list(zip(timed(result, "eager_latency_ms"), timed(result))), **resampling(result, seed))
 
 
+def process_center_ms(sides: list[Timed]) -> float:
+    """One side's figure a speedup divides: its median in each process, their geometric mean over the processes
+    (the median itself where there is one), so eager's over the mode's is the speedup exactly."""
+    return float(np.exp(np.mean([np.log(np.median(side.samples)) for side in sides])))
+
+
 def noise_floor(result: dict, *, seed: int = 0) -> Ratio:
     """An eager result's ratio of eager against its twin: what the job would call a speedup where there is none."""
     return paired(list(zip(timed(result, "twin_latency_ms"), timed(result))), **resampling(result, seed))

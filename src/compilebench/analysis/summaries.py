@@ -272,6 +272,8 @@ def interleaved_fields(processes: list[dict], measure: dict, seed: int, *, eager
         "speedup": {
             **stats.speedup(pooled, seed=seed).record(),
             "eager_median_ms": statistics.median(eager_ms),
+            "mode_ms": stats.process_center_ms(stats.timed(pooled)),
+            "eager_ms": stats.process_center_ms(stats.timed(pooled, "eager_latency_ms")),
             "n": sum(len(p["latency_ms"]) for p in processes),
         },
         "steady_state": {**steady, "latency_ms": [x for a in alone for x in a]},

@@ -92,8 +92,11 @@ def answer(runs: pd.DataFrame, speedups: pd.DataFrame) -> list[dict]:
             row = {**run, **by_mode.get((hardware, model, run["mode"]), {})}
             verdict, why = verdict_in_words(row)
             interval = (row.get("speedup_ci95_low"), row.get("speedup_ci95_high"))
-            rows.append({**_answer_row(row), "eager_ms": row.get("eager_beside_median_ms"), "ci95": interval,
-                         "speedup": row.get("speedup"), "verdict": verdict, "why": why})  # fmt: skip
+            divided = {"median_ms": row.get("speedup_mode_ms"), "eager_ms": row.get("speedup_eager_ms")}
+            if missing(divided["median_ms"]):  # a result from before the speedup kept the figures it divides
+                divided = {"median_ms": row.get("median_ms"), "eager_ms": row.get("eager_beside_median_ms")}
+            rows.append({**_answer_row(row), **divided, "ci95": interval, "speedup": row.get("speedup"),
+                         "verdict": verdict, "why": why})  # fmt: skip
         answers.append({"hardware": hardware, "model": model, "rows": rows, "use": _best(rows)})
     return answers
 

@@ -165,6 +165,8 @@ def _run_row(result: dict, path: str) -> dict:
         "speedup": speedup.get("value"),
         "speedup_ci95_low": speedup_ci[0],
         "speedup_ci95_high": speedup_ci[1],
+        "speedup_mode_ms": speedup.get("mode_ms"),
+        "speedup_eager_ms": speedup.get("eager_ms"),
         "processes": len(result.get("processes") or []) or None,
         "machine_busy": busy(result) if result.get("processes") else None,
         "machine_others_share": max(
