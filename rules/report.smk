@@ -4,6 +4,7 @@ rule figures:
     output:
         **figure_outputs("svg", in_report=True),
         **figure_outputs("png"),
+        manifest=layout.FIGURE_MANIFEST,
     log:
         "logs/report/figures.log",
     conda:
@@ -18,6 +19,7 @@ rule paper_html:
     input:
         unpack(get_paper_inputs),
         figures=expand(layout.FIGURE, figure=layout.FIGURE_NAMES, ext="svg"),
+        figure_manifest=layout.FIGURE_MANIFEST,
     output:
         report(
             layout.PAPER.format(ext="html"),
@@ -40,6 +42,7 @@ rule paper_pdf:
     input:
         unpack(get_paper_inputs),
         figures=expand(layout.FIGURE, figure=layout.FIGURE_NAMES, ext="png"),
+        figure_manifest=layout.FIGURE_MANIFEST,
     output:
         report(
             layout.PAPER.format(ext="pdf"),

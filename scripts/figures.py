@@ -6,9 +6,9 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../src")
 
 from compilebench.core.joblog import logging_to
 from compilebench.core.layout import FIGURE_TABLES
-from compilebench.report.figures import FIGURES, load_tables, render
+from compilebench.report.figures import load_tables, render_all
 
 with logging_to(snakemake.log[0]):
     tables = load_tables(*(snakemake.input[name] for name in FIGURE_TABLES))
-    for name in FIGURES:
-        render(name, tables, [snakemake.output[f"{name}_svg"], snakemake.output[f"{name}_png"]])
+    out = snakemake.output
+    render_all(tables, lambda name: [out[f"{name}_svg"], out[f"{name}_png"]], out.manifest)

@@ -12,6 +12,12 @@ with logging_to(snakemake.log[0]):
     tables = {name: snakemake.input[name] for name in table_names(paper_only=True)}
     inputs = snakemake.input
     ctx = context(
-        tables, inputs.figures, inputs.captions, inputs.env, snakemake.params.config, snakemake.params.command
+        tables,
+        inputs.figures,
+        inputs.figure_manifest,
+        inputs.captions,
+        inputs.env,
+        snakemake.params.config,
+        snakemake.params.command,
     )
     write(ctx, snakemake.output[0], inputs.template, inputs.css)

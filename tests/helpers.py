@@ -120,7 +120,11 @@ PAPER_SECTIONS = (
     "3 Results",
     "4 How far to trust these numbers",
     "5 Correctness and compiler health",
-    "6 Reproducibility appendix",
+    "Appendix A. Method in full",
+    "Appendix B. Every measurement",
+    "Appendix C. Correctness and compiler health",
+    "Appendix D. The speedups and compile times as figures",
+    "Appendix E. Reproducibility",
 )
 
 DRY_RUNS: list[str] = []

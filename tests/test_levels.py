@@ -110,6 +110,9 @@ def test_a_process_whose_level_moved_is_set_aside_and_measured_again(tmp_path, m
     set_aside = layout.set_aside_records(out)
     assert len(attempts) >= 2 and len(set_aside) == len(attempts) - 1  # this machine may move a level again
     assert set_aside[0].name == "1.set-aside-1.json"
+    kept, first_record = json.loads(out.read_text()), json.loads(set_aside[0].read_text())
+    assert kept["first_call_from"] == set_aside[0].name  # its first call read the caches the first process left
+    assert kept["compile_s"] == first_record["compile_s"] and kept["preparation"] == first_record["preparation"]
     result = summaries.result_job(exp, [out], result_path)
     first = result["set_aside"][0]
     assert result["status"] == "ok" and first["side"] == "mode"

@@ -62,11 +62,12 @@ def streamed(tmp_path_factory):
         results[mode] = result
     tabs = write_tables(paths, config, folder)
     drawn = figures.load_tables(*(tabs[name] for name in FIGURE_TABLES))
-    for name in figures.FIGURES:  # a run of streams alone has no speedups to draw elsewhere, and says so
-        figures.render(name, drawn, [folder / f"{name}.svg"])
+    manifest = folder / "figures.json"  # a run of streams alone has no speedups to draw elsewhere, and says so
+    figures.render_all(drawn, lambda name: [folder / f"{name}.svg"], manifest)
     paper_tables = {name: tabs[name] for name in table_names(paper_only=True)}
-    captions = [ROOT / "report" / "captions" / "streams.rst"]
-    context = paper.context(paper_tables, [folder / "streams.svg"], captions, [], config, "snakemake --cores 4")
+    captions = sorted((ROOT / "report" / "captions").glob("*.rst"))
+    svgs = sorted(folder.glob("*.svg"))
+    context = paper.context(paper_tables, svgs, manifest, captions, [], config, "snakemake --cores 4")
     html = paper.render_html(context, ROOT / "report" / "paper.html.j2", ROOT / "report" / "paper.css")
     return results, tabs, html
 

@@ -57,23 +57,26 @@ FIGURE_TABLES = (
     "start_paths",
 )
 
-# The paper's figures, in order; figures.FIGURES draws them.
-FIGURE_NAMES = (
-    "latency",
-    "generation",
-    "speedup_heatmap",
-    "compile_cost",
-    "distributions",
-    "hardware",
-    "memory",
-    "scaling",
-    "comparison",
-    "compile_phases",
-    "pay_off",
-    "streams",
-    "compile_depth",
-    "starts",
-)
+# Every figure of the paper, in the order a reader meets it (its number), with the section of the paper that shows
+# it; figures.FIGURES draws them. The figures rule also writes FIGURE_MANIFEST: which figures had something to show.
+FIGURE_SECTIONS = {
+    "latency": "answer",
+    "distributions": "results",
+    "memory": "results",
+    "generation": "results",
+    "hardware": "results",
+    "scaling": "scaling",
+    "streams": "streams",
+    "pay_off": "pay-off",
+    "compile_phases": "pay-off",
+    "starts": "starts",
+    "compile_depth": "compile-depth",
+    "comparison": "comparison",
+    "speedup_heatmap": "appendix",
+    "compile_cost": "appendix",
+}
+FIGURE_NAMES = tuple(FIGURE_SECTIONS)
+FIGURE_MANIFEST = str(FIGURES_DIR / "figures.json")
 
 
 def table(name: str) -> str:

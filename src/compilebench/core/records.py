@@ -109,6 +109,7 @@ class ProcessRecord(_Measured, total=False):
     eager_alone_latency_ms: list[float]  # a non-eager mode's process: eager timed alone before the mode is built
     generations: dict[str, Any]  # text generation: new_tokens, and the timed generations' ms per token
     cache_replaced: dict[str, Any]  # a later process that failed on process 1's caches compiled cold: why
+    first_call_from: str  # measured again after a level shift: the set-aside record whose first call it keeps
 
 
 class Result(_Measured, total=False):

@@ -230,9 +230,10 @@ def process_job(
         trace_dir = exp.measure.compile_trace_dir if process == 1 else None
         trace_env = _compile_trace_env(trace_dir) if trace_dir else {}
 
-        def measure_once(limit_s: float) -> int | None:
-            """One fresh measuring process, in the caches this process starts from (empty for a cold one)."""
-            if private:
+        def measure_once(limit_s: float, again: bool = False) -> int | None:
+            """One fresh measuring process, in the caches this process starts from (empty for a cold one); measured
+            `again`, in the caches the process it replaces left."""
+            if private and not again:
                 shutil.rmtree(scratch / "caches", ignore_errors=True)
                 if warm:
                     shutil.copytree(caches, scratch / "caches")
@@ -275,7 +276,9 @@ def _measured_again_while_shifted(
 ) -> int | None:
     """Where an ok record's level moved partway through (`analysis.levels`), the record is set aside beside it
     (`{process}.set-aside-{k}.json`) and the process measured again in a fresh one, up to
-    `measure.max_extra_processes` times and within the time left; the last record stands, shifted or not."""
+    `measure.max_extra_processes` times and within the time left; the last record stands, shifted or not. A process
+    measured again starts from the caches the first one left, so its first call is not the one the job is asked
+    to time: it keeps the first record's first-call figures (`FIRST_CALL_FIELDS`) and says so (`first_call_from`)."""
     extra = exp.measure.extra_processes
     for attempt in range(1, extra + 1):
         if returncode != 0 or not Path(out).exists():
@@ -294,8 +297,23 @@ def _measured_again_while_shifted(
             process, levels.said(shift), aside.name, attempt, extra,
         )  # fmt: skip
         os.replace(out, aside)
-        returncode = measure_once(left)
+        returncode = measure_once(left, again=True)
+        _keep_first_call(out, layout.set_aside_path(out, 1), returncode)
     return returncode
+
+
+# What a process's first call measured: what a process measured again, in the caches its first left, keeps.
+FIRST_CALL_FIELDS = ("compile_s", "compile_phases", "preparation")
+
+
+def _keep_first_call(out: str | Path, first: Path, returncode: int | None) -> None:
+    if returncode != 0 or not Path(out).exists():
+        return
+    record, earlier = read_json(out), read_json(first)
+    if record["status"] != "ok" or earlier["status"] != "ok":
+        return
+    record.update({key: earlier[key] for key in FIRST_CALL_FIELDS if key in earlier}, first_call_from=first.name)
+    write_json(out, record)
 
 
 def _damaged_cache(out: str | Path, returncode: int | None) -> str | None:

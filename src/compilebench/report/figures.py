@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from ..core.layout import FIGURE_NAMES  # noqa: E402
+from ..core.layout import FIGURE_NAMES, FIGURE_SECTIONS  # noqa: E402
 from ..core.modes import MODE_NAMES, label, ordered  # noqa: E402
 from ..core.records import COMPILE_PHASES, START_PARTS  # noqa: E402
 
@@ -60,28 +60,42 @@ def _empty(message: str) -> plt.Figure:
     return fig
 
 
+# At most this wide, a figure's 8-pt ticks still print at 7 pt or more on the PDF's 7-inch text width.
+PAGE_WIDTH_IN = 8.0
+
+
 def _grid(rows: list, cols: list, width: float = 3.2, height: float = 2.8):
+    """A panel per row and column, the columns narrowed to fit the page width together."""
+    width = min(width, PAGE_WIDTH_IN / len(cols))
     fig, axes = plt.subplots(
         len(rows), len(cols), figsize=(max(4, width * len(cols)), height * len(rows)), squeeze=False
     )
     return fig, axes
 
 
+def _panels(count: int, width: float = 3.2, height: float = 2.8) -> tuple[plt.Figure, list]:
+    """`count` panels, as many a row as fit the page width, the rest on the rows below; spare cells hidden."""
+    cols = max(1, min(count, int(PAGE_WIDTH_IN // width)))
+    rows = -(-count // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(max(4, width * cols), height * rows), squeeze=False)
+    cells = list(axes.flat)
+    for ax in cells[count:]:
+        ax.axis("off")
+    return fig, cells[:count]
+
+
 def _per_model_panels(frame: pd.DataFrame, draw: Callable, ylabel: str) -> plt.Figure:
-    """One panel per hardware (rows) and model (columns); `draw(ax, subframe)` fills each."""
+    """One panel per hardware and model that ran, two a row; `draw(ax, subframe)` fills each."""
     hardware, models = sorted(frame["hardware"].unique()), list(dict.fromkeys(frame["model"]))
-    fig, axes = _grid(hardware, models)
-    for i, hw in enumerate(hardware):
-        for j, model in enumerate(models):
-            ax = axes[i][j]
-            sub = frame[(frame["hardware"] == hw) & (frame["model"] == model)]
-            if sub.empty:
-                ax.axis("off")
-                continue
-            draw(ax, sub)
-            ax.set_title(f"{model} · {hw}", fontsize=9)
-            ax.set_xlabel("")
-            ax.set_ylabel(ylabel if j == 0 else "")
+    cells = [(hw, model) for hw in hardware for model in models]
+    subs = [frame[(frame["hardware"] == hw) & (frame["model"] == model)] for hw, model in cells]
+    shown = [(cell, sub) for cell, sub in zip(cells, subs) if not sub.empty]
+    fig, axes = _panels(len(shown))
+    for ax, ((hw, model), sub) in zip(axes, shown):
+        draw(ax, sub)
+        ax.set_title(f"{model} · {hw}", fontsize=9)
+        ax.set_xlabel("")
+        ax.set_ylabel(ylabel, fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -98,20 +112,40 @@ def _bars(ax, frame: pd.DataFrame, value: str, low: str | None = None, high: str
     ax.set_xticks(range(len(modes)), [label(m) for m in modes], rotation=35, ha="right", fontsize=8)
 
 
-def latency_by_mode(t: Tables) -> plt.Figure:
-    """1. Median latency by mode with its 95% interval, one panel per model and hardware."""
+def latency_by_mode(t: Tables) -> plt.Figure | str:
+    """1. Median latency of each mode, grouped by model, with its 95% interval: one panel per hardware entry."""
     if t.ok.empty:
-        return _empty("No successful runs to plot.")
-    return _per_model_panels(
-        t.ok, lambda ax, f: _bars(ax, f, "median_ms", "ci95_low_ms", "ci95_high_ms"), "median latency (ms)"
-    )
+        return "No successful runs to plot."
+    hardware = sorted(t.ok["hardware"].unique())
+    fig, axes = plt.subplots(len(hardware), 1, figsize=(7, 2.8 * len(hardware)), squeeze=False)
+    for ax, hw in zip(axes[:, 0], hardware):
+        frame = t.ok[t.ok["hardware"] == hw]
+        models, modes = list(dict.fromkeys(frame["model"])), _modes(frame)
+        width = 0.8 / len(modes)
+        for i, mode in enumerate(modes):
+            data = frame[frame["mode"] == mode].set_index("model").reindex(models)
+            heights = data["median_ms"].to_numpy(dtype=float)
+            spread = np.vstack([heights - data["ci95_low_ms"].to_numpy(dtype=float),
+                                data["ci95_high_ms"].to_numpy(dtype=float) - heights])  # fmt: skip
+            offsets = np.arange(len(models)) + (i - (len(modes) - 1) / 2) * width
+            ax.bar(offsets, heights, width, yerr=np.nan_to_num(np.clip(spread, 0, None)), capsize=2,
+                   color=color(mode), label=mode)  # fmt: skip
+        ax.set_xticks(range(len(models)), models, fontsize=8)
+        medians = frame["median_ms"].dropna()
+        if len(medians) and medians.max() / max(medians.min(), 1e-9) > 20:
+            ax.set_yscale("log")
+        ax.set_ylabel("median latency (ms)", fontsize=8)
+        ax.set_title(hw, fontsize=9)
+        ax.legend(fontsize=7, ncol=min(3, len(modes)), frameon=False)
+    fig.tight_layout()
+    return fig
 
 
-def generation_throughput(t: Tables) -> plt.Figure:
+def generation_throughput(t: Tables) -> plt.Figure | str:
     """2. Text generation: tokens/s and time to first token by mode."""
     gen = t.ok.dropna(subset=["tokens_per_s"])
     if gen.empty:
-        return _empty("No text-generation experiments in this run.")
+        return "No text-generation experiments in this run."
     keys = list(dict.fromkeys(zip(gen["hardware"], gen["model"])))
     fig, axes = _grid(keys, ["tokens/s", "ttft"])
     for i, (hw, model) in enumerate(keys):
@@ -126,16 +160,16 @@ def generation_throughput(t: Tables) -> plt.Figure:
     return fig
 
 
-def speedup_heatmap(t: Tables) -> plt.Figure:
+def speedup_heatmap(t: Tables) -> plt.Figure | str:
     """3. Interleaved speedup over eager, model x mode, one heatmap per hardware."""
     sp = t.speedups[t.speedups["status"] == "ok"].dropna(subset=["speedup"])
     if sp.empty:
-        return _empty("No non-eager runs to compare with eager.")
+        return "No non-eager runs to compare with eager."
     hardware = sorted(sp["hardware"].unique())
     fig, axes = plt.subplots(
-        1, len(hardware), figsize=(5.5 * len(hardware), 0.6 * sp["model"].nunique() + 2), squeeze=False
+        len(hardware), 1, figsize=(6.5, (0.6 * sp["model"].nunique() + 2) * len(hardware)), squeeze=False
     )
-    for ax, hw in zip(axes[0], hardware):
+    for ax, hw in zip(axes[:, 0], hardware):
         grid = sp[sp["hardware"] == hw].pivot_table(index="model", columns="mode", values="speedup")
         grid = grid[ordered(grid.columns)]
         sns.heatmap(grid, ax=ax, annot=True, fmt=".2f", cmap="RdYlGn", center=1.0, cbar_kws={"label": "speedup (×)"})
@@ -147,11 +181,11 @@ def speedup_heatmap(t: Tables) -> plt.Figure:
     return fig
 
 
-def compile_cost(t: Tables) -> plt.Figure:
+def compile_cost(t: Tables) -> plt.Figure | str:
     """4. What each mode costs to compile (first call, cold cache) and what it buys."""
     sp = t.speedups[(t.speedups["status"] == "ok") & t.speedups["compile_s"].notna()]
     if sp.empty:
-        return _empty("No non-eager runs to compare with eager.")
+        return "No non-eager runs to compare with eager."
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for mode in _modes(sp):
         frame = sp[sp["mode"] == mode]
@@ -174,10 +208,10 @@ def compile_cost(t: Tables) -> plt.Figure:
     return fig
 
 
-def latency_distributions(t: Tables) -> plt.Figure:
+def latency_distributions(t: Tables) -> plt.Figure | str:
     """5. Raw per-iteration latencies, box per mode, one panel per model and hardware."""
     if t.samples.empty:
-        return _empty("No latency samples in this run.")
+        return "No latency samples in this run."
 
     def boxes(ax, frame: pd.DataFrame) -> None:
         order = _modes(frame)
@@ -197,41 +231,41 @@ def latency_distributions(t: Tables) -> plt.Figure:
     return _per_model_panels(t.samples, boxes, "latency (ms)")
 
 
-def hardware_comparison(t: Tables) -> plt.Figure:
+def hardware_comparison(t: Tables) -> plt.Figure | str:
     """6. p90 latency normalized to a baseline hardware; cost per million inferences where priced."""
     frame = t.hardware_costs
     if frame["hardware"].nunique() < 2 and frame["cost_per_million"].isna().all():
-        return _empty("One hardware entry and no prices: nothing to compare.")
+        return "One hardware entry and no prices: nothing to compare."
     frame = frame.assign(label=frame["model"] + " / " + frame["mode"].map(label))
     priced = frame.dropna(subset=["cost_per_million"])
     panels = 2 if not priced.empty else 1
-    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 0.3 * frame["label"].nunique() + 2), squeeze=False)
+    fig, axes = plt.subplots(panels, 1, figsize=(6.5, (0.3 * frame["label"].nunique() + 2) * panels), squeeze=False)
     sns.barplot(data=frame, y="label", x="relative_p90", hue="hardware_label", ax=axes[0][0], orient="h")
     axes[0][0].axvline(1.0, color="0.4", lw=0.8, ls="--")
     axes[0][0].set_xlabel(f"p90 latency relative to {frame['baseline_hardware'].iloc[0]}")
     axes[0][0].set_ylabel("")
     if not priced.empty:
-        sns.barplot(data=priced, y="label", x="cost_per_million", hue="hardware_label", ax=axes[0][1], orient="h")
-        axes[0][1].set_xlabel("cost per million inferences (price units)")
-        axes[0][1].set_ylabel("")
+        sns.barplot(data=priced, y="label", x="cost_per_million", hue="hardware_label", ax=axes[1][0], orient="h")
+        axes[1][0].set_xlabel("cost per million inferences (price units)")
+        axes[1][0].set_ylabel("")
     fig.tight_layout()
     return fig
 
 
-def peak_memory(t: Tables) -> plt.Figure:
+def peak_memory(t: Tables) -> plt.Figure | str:
     """7. Peak memory by mode (GPU allocator peak; CPU peak RSS over the pre-model baseline)."""
     ok = t.ok.dropna(subset=["peak_memory_bytes"])
     if ok.empty:
-        return _empty("No memory measurements in this run.")
+        return "No memory measurements in this run."
     ok = ok.assign(peak_mib=ok["peak_memory_bytes"] / 2**20)
     return _per_model_panels(ok, lambda ax, f: _bars(ax, f, "peak_mib"), "peak memory (MiB)")
 
 
-def scaling(t: Tables) -> plt.Figure:
+def scaling(t: Tables) -> plt.Figure | str:
     """8. Latency, throughput and speedup against the swept setting, one row per swept model and hardware."""
     frame = t.scaling
     if frame.empty:
-        return _empty("No model has a sweep in this run.")
+        return "No model has a sweep in this run."
     keys = list(dict.fromkeys(zip(frame["sweep_of"], frame["hardware"])))
     throughput = "tokens_per_s" if frame["tokens_per_s"].notna().any() else "samples_per_s"
     panels = [("median_ms", "ci95_low_ms", "ci95_high_ms", "median latency (ms)"),
@@ -269,12 +303,12 @@ def scaling(t: Tables) -> plt.Figure:
 VERDICT_COLORS = dict(zip(("faster", "slower", "same", "unclear"), sns.color_palette("colorblind", 4)))
 
 
-def comparison(t: Tables) -> plt.Figure:
+def comparison(t: Tables) -> plt.Figure | str:
     """9. A forest plot: each experiment on each hardware entry against the baseline entry, the ratio with its
     interval coloured by verdict, the band of `same` shaded; the geometric means as diamonds."""
     frame = t.comparison
     if frame.empty:
-        return _empty("One hardware entry ran: there is no other to compare with the baseline.")
+        return "One hardware entry ran: there is no other to compare with the baseline."
     rows = list(frame.itertuples())[::-1]  # the table's first row on top
     fig, ax = plt.subplots(figsize=(7, 1.2 + 0.28 * len(rows)))
     threshold = float(frame["threshold"].iloc[0])
@@ -305,11 +339,11 @@ PHASE_COLORS = dict(
 )
 
 
-def compile_phase_bars(t: Tables) -> plt.Figure:
+def compile_phase_bars(t: Tables) -> plt.Figure | str:
     """10. Each compiled run's cold and warm start as stacked bars of torch's compile phases."""
     frame = t.compile_phases[t.compile_phases["start"].isin(["cold", "warm"])]
     if frame.empty:
-        return _empty("No compiled run recorded torch's compile phases.")
+        return "No compiled run recorded torch's compile phases."
     bars = list(frame.groupby(["hardware", "model", "mode", "start"], sort=False))
     fig, ax = plt.subplots(figsize=(7, 0.9 + 0.32 * len(bars)))
     shown = set()
@@ -333,7 +367,7 @@ def compile_phase_bars(t: Tables) -> plt.Figure:
     return fig
 
 
-def pay_off(t: Tables) -> plt.Figure:
+def pay_off(t: Tables) -> plt.Figure | str:
     """11. Cumulative time against calls, eager against each compiled mode, cold and warm: where they cross,
     compiling has paid for itself."""
     ok = t.ok
@@ -342,11 +376,11 @@ def pay_off(t: Tables) -> plt.Figure:
         (ok["mode"] != "eager") & ok["compile_s"].notna() & ok.set_index(["hardware", "model"]).index.isin(eager.index)
     ]
     if compiled.empty:
-        return _empty("No compiled run with an eager run to set it against.")
+        return "No compiled run with an eager run to set it against."
     panels = list(dict.fromkeys(zip(compiled["hardware"], compiled["model"])))
-    fig, axes = _grid([0], panels, width=3.4, height=3.0)
+    fig, axes = _panels(len(panels), width=3.4, height=3.0)
     calls = np.logspace(0, 7, 200)
-    for ax, (hardware, model) in zip(axes[0], panels):
+    for ax, (hardware, model) in zip(axes, panels):
         base = eager.loc[(hardware, model)]
         ax.plot(
             calls, base["first_call_s"] + (calls - 1) * base["median_ms"] / 1e3, color=color("eager"), label="eager"
@@ -362,8 +396,8 @@ def pay_off(t: Tables) -> plt.Figure:
         ax.set_yscale("log")
         ax.set_title(f"{model} · {hardware}", fontsize=9)
         ax.set_xlabel("calls")
-    axes[0][0].set_ylabel("cumulative time (s)")
-    axes[0][0].legend(fontsize=6)
+        ax.set_ylabel("cumulative time (s)")
+        ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
 
@@ -372,17 +406,17 @@ def _model_panels(frame: pd.DataFrame, model_column: str, width: float):
     """One panel per model and hardware, as they first appear: the figure, its axes, and each panel's axes, model,
     hardware and rows."""
     keys = list(dict.fromkeys(zip(frame[model_column], frame["hardware"])))
-    fig, axes = _grid([0], keys, width=width, height=3.0)
+    fig, axes = _panels(len(keys), width=width, height=3.0)
     rows = [frame[(frame[model_column] == model) & (frame["hardware"] == hardware)] for model, hardware in keys]
-    return fig, axes, [(ax, *key, sub) for ax, key, sub in zip(axes[0], keys, rows)]
+    return fig, [(ax, *key, sub) for ax, key, sub in zip(axes, keys, rows)]
 
 
-def stream_time(t: Tables) -> plt.Figure:
+def stream_time(t: Tables) -> plt.Figure | str:
     """12. Cumulative time over each shape stream, eager and each mode, compiles marked."""
     frame = t.stream_calls
     if frame.empty:
-        return _empty("No model has a shape stream in this run.")
-    fig, axes, panels = _model_panels(frame, "model", width=4.2)
+        return "No model has a shape stream in this run."
+    fig, panels = _model_panels(frame, "model", width=4.0)
     for ax, model, hardware, sub in panels:
         first = "eager" if (sub["mode"] == "eager").any() else sub["mode"].iloc[0]
         eager = sub[sub["mode"] == first]  # eager's own pass, timed beside a mode in its job
@@ -401,12 +435,12 @@ def stream_time(t: Tables) -> plt.Figure:
     return fig
 
 
-def compile_depth(t: Tables) -> plt.Figure:
+def compile_depth(t: Tables) -> plt.Figure | str:
     """13. Cold compile seconds against depth, one line per compiling mode, each with its trend per layer."""
     frame = t.compile_depth
     if frame.empty:
-        return _empty("No model is swept over num_hidden_layers in this run.")
-    fig, axes, panels = _model_panels(frame, "sweep_of", width=3.6)
+        return "No model is swept over num_hidden_layers in this run."
+    fig, panels = _model_panels(frame, "sweep_of", width=3.6)
     for ax, model, hardware, sub in panels:
         for mode in _modes(sub):
             line = sub[sub["mode"] == mode]
@@ -422,8 +456,8 @@ def compile_depth(t: Tables) -> plt.Figure:
         ax.set_xlabel("num_hidden_layers")
         ax.set_ylim(bottom=0)
         ax.set_title(f"{model} · {hardware}", fontsize=9)
+        ax.set_ylabel("cold compile (s)")
         ax.legend(fontsize=7)
-    axes[0][0].set_ylabel("cold compile (s)")
     fig.tight_layout()
     return fig
 
@@ -431,12 +465,12 @@ def compile_depth(t: Tables) -> plt.Figure:
 START_PART_COLORS = dict(zip(START_PARTS, sns.color_palette("Set2", len(START_PARTS))))
 
 
-def starts(t: Tables) -> plt.Figure:
+def starts(t: Tables) -> plt.Figure | str:
     """14. From process start to first output: each path's median parts stacked, its interval on the total, and
     eager's start as the floor; a path that could not start says why in short."""
     frame = t.start_paths
     if frame.empty:
-        return _empty("No experiment times its starts (measure.starts).")
+        return "No experiment times its starts (measure.starts)."
     keys = list(dict.fromkeys(zip(frame["hardware"], frame["model"], frame["mode"])))
     paths = frame.groupby(["hardware", "model", "mode"]).size().max()
     fig, axes = plt.subplots(len(keys), 1, figsize=(7, (0.9 + 0.35 * paths) * len(keys)), squeeze=False)
@@ -453,7 +487,7 @@ def starts(t: Tables) -> plt.Figure:
         err = np.vstack([totals - sub["total_ci95_low"], sub["total_ci95_high"] - totals])
         ax.errorbar(totals, sub.index, xerr=np.nan_to_num(np.clip(err, 0, None)), fmt="none", ecolor="0.2", capsize=3)
         for i, row in sub[~ok].iterrows():
-            ax.text(0, i, f" {row['status']}: {str(row['reason'] or '')[:60]}", va="center", fontsize=6, color="0.35")
+            ax.text(0, i, f" {row['status']}: {str(row['reason'] or '')[:60]}", va="center", fontsize=7, color="0.35")
         eager = sub.loc[sub["path"] == "eager", "total_s"]
         if not eager.dropna().empty:
             ax.axvline(float(eager.iloc[0]), color="0.3", ls="--", lw=1, label="eager's start")
@@ -461,30 +495,31 @@ def starts(t: Tables) -> plt.Figure:
         ax.invert_yaxis()
         ax.set_title(f"{key[1]} · {key[2]} · {key[0]}", fontsize=9)
         ax.set_xlabel("seconds from process start to first output")
-    axes[0][0].legend(fontsize=6, ncol=4, loc="lower right")
+    axes[0][0].legend(fontsize=7, ncol=4, loc="lower right")
     fig.tight_layout()
     return fig
 
 
-FIGURES: dict[str, Callable[[Tables], plt.Figure]] = {
+# Each figure's drawing: a figure, or in words why there is nothing to draw.
+FIGURES: dict[str, Callable[[Tables], plt.Figure | str]] = {
     "latency": latency_by_mode,
+    "distributions": latency_distributions,
+    "memory": peak_memory,
     "generation": generation_throughput,
+    "hardware": hardware_comparison,
+    "scaling": scaling,
+    "streams": stream_time,
+    "pay_off": pay_off,
+    "compile_phases": compile_phase_bars,
+    "starts": starts,
+    "compile_depth": compile_depth,
+    "comparison": comparison,
     "speedup_heatmap": speedup_heatmap,
     "compile_cost": compile_cost,
-    "distributions": latency_distributions,
-    "hardware": hardware_comparison,
-    "memory": peak_memory,
-    "scaling": scaling,
-    "comparison": comparison,
-    "compile_phases": compile_phase_bars,
-    "pay_off": pay_off,
-    "streams": stream_time,
-    "compile_depth": compile_depth,
-    "starts": starts,
 }
 
 
-assert tuple(FIGURES) == FIGURE_NAMES, "layout.FIGURE_NAMES must list FIGURES in order"
+assert tuple(FIGURES) == FIGURE_NAMES, "layout.FIGURE_SECTIONS must list FIGURES in order"
 
 
 def load_tables(*paths: str | Path) -> Tables:
@@ -496,12 +531,14 @@ def _save(fig: plt.Figure, handle, *, fmt: str, metadata: dict | None) -> None:
     fig.savefig(handle, format=fmt, dpi=150, bbox_inches="tight", metadata=metadata)
 
 
-def render(name: str, tables: Tables, outputs: list[str | Path]) -> None:
-    """Draw figure `name` and save it to each output (format from the suffix), atomically."""
+def render(name: str, tables: Tables, outputs: list[str | Path]) -> str | None:
+    """Draw figure `name` and save it to each output (format from the suffix), atomically; where there is nothing
+    to draw, a panel that says why, and the why returned."""
     from ..core.files import atomic_write
 
     sns.set_theme(style="whitegrid", context="paper")
-    fig = FIGURES[name](tables)
+    drawn = FIGURES[name](tables)
+    fig = _empty(drawn) if isinstance(drawn, str) else drawn
     try:
         for out in outputs:
             fmt = Path(out).suffix.lstrip(".")
@@ -509,3 +546,16 @@ def render(name: str, tables: Tables, outputs: list[str | Path]) -> None:
             atomic_write(out, partial(_save, fig, fmt=fmt, metadata=metadata))
     finally:
         plt.close(fig)
+    return drawn if isinstance(drawn, str) else None
+
+
+def render_all(tables: Tables, outputs_of: Callable[[str], list[str | Path]], manifest: str | Path) -> None:
+    """Every figure, then the manifest the paper reads: each figure in order, its section, and why it was not
+    drawn where it was not (None where it was)."""
+    from ..core.files import write_json
+
+    entries = [
+        {"name": name, "section": FIGURE_SECTIONS[name], "not_drawn": render(name, tables, outputs_of(name))}
+        for name in FIGURES
+    ]
+    write_json(manifest, {"figures": entries})

@@ -488,3 +488,51 @@ def level_findings(runs: pd.DataFrame) -> list[str]:
                 "partway through, and measured again; the figures rest on the process without a shift."
             )
     return said_
+
+
+def figure_sentences(figures: list[dict], runs: pd.DataFrame) -> list[str]:
+    """For each figure of the results section, what it shows that the text does not already say, naming it."""
+    said_of = {
+        "distributions": _spread_sentence,
+        "memory": _memory_sentence,
+        "generation": lambda number, _: (
+            f"Figure {number} shows text generation per mode: tokens a second and the time to the first token."
+        ),
+        "hardware": lambda number, _: (
+            f"Figure {number} sets each hardware entry's p90 latency against the baseline "
+            "entry's, and where prices are given, the cost of a million inferences."
+        ),
+    }
+    return [
+        said_of[f["name"]](f["number"], runs) for f in figures if f["section"] == "results" and f["name"] in said_of
+    ]
+
+
+def _spread_sentence(number: int, runs: pd.DataFrame) -> str:
+    moved = runs["level_shift"].apply(lambda v: isinstance(v, str)).sum() if "level_shift" in runs else 0
+    aside = int(runs["set_aside"].fillna(0).sum()) if "set_aside" in runs else 0
+    where = (
+        f"{moved} result{'s' if moved != 1 else ''} kept a level that moved, and {aside} process"
+        f"{'es were' if aside != 1 else ' was'} set aside and measured again (Section 4)"
+    )
+    return (
+        f"Figure {number} shows every timed call of each mode: a mode whose calls ran at two levels shows two "
+        f"clusters; {where}."
+    )
+
+
+def _memory_sentence(number: int, runs: pd.DataFrame) -> str:
+    ok = runs[(runs["status"] == "ok") & runs["peak_memory_bytes"].notna()]
+    eager = ok[ok["mode"] == "eager"].set_index(["hardware", "model"])["peak_memory_bytes"]
+    ratios = [
+        (row["peak_memory_bytes"] / eager[(row["hardware"], row["model"])], row)
+        for row in records(ok[ok["mode"] != "eager"])
+        if (row["hardware"], row["model"]) in eager.index and eager[(row["hardware"], row["model"])] > 0
+    ]
+    if not ratios:
+        return f"Figure {number} shows each mode's peak memory."
+    ratio, row = max(ratios, key=lambda pair: pair[0])
+    return (
+        f"Figure {number} shows each mode's peak memory; the most any mode took over eager's was {row['mode']} for "
+        f"{row['model']} on {row['hardware']}, {ratio:.1f}× eager's peak."
+    )

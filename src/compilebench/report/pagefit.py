@@ -58,3 +58,12 @@ def pages_between(pdf: str | Path, first: str, last: str) -> list[int]:
     start = next(i for i, w in enumerate(found) if w.text == first)
     end = next(i for i in range(start, len(found)) if found[i].text == last)
     return sorted({w.page for w in found[start : end + 1]})
+
+
+def page_of(pdf: str | Path, *phrase: str) -> int:
+    """The page (from 1) on which the words of `phrase` first follow one another."""
+    found, _ = words(pdf)
+    texts = [w.text for w in found]
+    return next(
+        found[i].page for i in range(len(found) - len(phrase) + 1) if tuple(texts[i : i + len(phrase)]) == phrase
+    )

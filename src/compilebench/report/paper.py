@@ -14,14 +14,15 @@ from markupsafe import Markup, escape
 
 from ..configuration.config import measure_settings
 from ..core.files import atomic_write, read_json
-from ..core.layout import FIGURE_NAMES
 from ..core.thresholds import (
     CAPACITY_SHIFT,
     COSINE_MIN,
+    DEFAULT_THRESHOLD,
     FAULTS_PER_CALL,
     FLOAT32_REL_TOL,
     FLOAT64_MULTIPLIER,
     FLOAT64_TOL,
+    LEVEL_SHIFT_TOLERANCE,
 )
 from .appendix import asset_checksums, fast_math_note, package_versions, yaml_blocks
 from .findings import (
@@ -33,6 +34,7 @@ from .findings import (
     eager_job_findings,
     effect_findings,
     fidelity_findings,
+    figure_sentences,
     instability_findings,
     level_findings,
     pay_off_findings,
@@ -47,6 +49,7 @@ from .rows import (
     capped,
     cluster_jobs,
     compile_traces,
+    correct_counts,
     correctness_rules,
     mode_table,
     pay_off_rows,
@@ -73,12 +76,14 @@ def _caption(path: Path) -> Markup:
 def context(
     tables: dict[str, Path],
     figures: list[Path],
+    figure_manifest: Path,
     captions: list[Path],
     env_records: list[Path],
     config: dict,
     command: str,
 ) -> dict:
-    """Everything the template shows, from the tables, figures and records the paper's rule declares."""
+    """Everything the template shows, from the tables, figures and records the paper's rule declares; of the
+    figures, those the manifest says were drawn, numbered in the order a reader meets them."""
     runs = pd.read_csv(tables["runs"])
     speedups = pd.read_csv(tables["speedups"])
     summary = pd.read_csv(tables["summary"])
@@ -97,6 +102,7 @@ def context(
     envs = [read_json(p) for p in env_records]
     published = config.get("published") or {}
     by_name = {Path(f).stem: Path(f) for f in figures}
+    drawn = read_json(figure_manifest)["figures"]
     caption_of = {Path(c).stem: Path(c) for c in captions}
     not_ok = runs[runs["status"] != "ok"].to_dict("records")
     effects_found, nothing_else = effect_findings(speedups)
@@ -145,14 +151,29 @@ def context(
         "dtypes": sorted(runs["dtype"].dropna().unique()),
         "cosine_min": COSINE_MIN,
         "capacity_shift": CAPACITY_SHIFT,
+        "level_shift": LEVEL_SHIFT_TOLERANCE,
+        "threshold": float(speedups["threshold"].dropna().iloc[0])
+        if speedups["threshold"].notna().any()
+        else DEFAULT_THRESHOLD,
+        "correct_counts": correct_counts(runs),
         "faults_per_call": FAULTS_PER_CALL,
         "float32_rel_tol": FLOAT32_REL_TOL,
         "float64_multiplier": FLOAT64_MULTIPLIER,
         "float64_tol": FLOAT64_TOL,
-        "figures": [
-            {"number": i + 1, "name": name, "src": _data_uri(by_name[name]), "caption": _caption(caption_of[name])}
-            for i, name in enumerate(n for n in reading_order(not scaling.empty) if n in by_name)
-        ],
+        "figures": (
+            numbered := [
+                {
+                    "number": number,
+                    "name": f["name"],
+                    "section": f["section"],
+                    "src": _data_uri(by_name[f["name"]]),
+                    "caption": _caption(caption_of[f["name"]]),
+                }
+                for number, f in enumerate((f for f in drawn if f["not_drawn"] is None and f["name"] in by_name), 1)
+            ]
+        ),  # fmt: skip
+        "figure_sentences": figure_sentences(numbered, runs),
+        "not_drawn": [f for f in drawn if f["not_drawn"] is not None and f["section"] != "appendix"],
         "results": (results := results_rows(runs, speedups, published)),
         "correctness_rules": correctness_rules(results),
         "published": published,
@@ -181,21 +202,10 @@ def context(
     }
 
 
-# The figures the paper places in sections of their own after the main results, in the order they appear there.
-LATER_FIGURES = ("scaling", "streams", "pay_off", "starts", "compile_depth", "comparison")
-
-
 def measuring_span_s(runs: pd.DataFrame) -> float | None:
     """Seconds from the first measuring process's start to the last one's end."""
     times = pd.to_datetime(pd.concat([runs["started_at"], runs["finished_at"]]).dropna(), utc=True, errors="coerce")
     return None if times.dropna().empty else float((times.max() - times.min()).total_seconds())
-
-
-def reading_order(with_scaling: bool) -> list[str]:
-    """The figures in the order a reader meets them (their numbers): the main results', then each later section's;
-    the scaling figure only where a model is swept."""
-    later = [name for name in LATER_FIGURES if with_scaling or name != "scaling"]
-    return [name for name in FIGURE_NAMES if name not in LATER_FIGURES] + later
 
 
 def render_html(ctx: dict, template: Path, css: Path) -> str:

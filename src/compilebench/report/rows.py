@@ -215,9 +215,26 @@ def results_rows(runs: pd.DataFrame, speedups: pd.DataFrame, published: dict) ->
         row["published_median_ms"] = lookup.get(("median_ms", row["model"], row["mode"]))
         row["published_tokens_per_s"] = lookup.get(("tokens_per_s", row["model"], row["mode"]))
         row["published_compile_s"] = lookup.get(("compile_s", row["model"], row["mode"]))
+        row["eager_ms"] = speedup.get("speedup_eager_ms")
+        if missing(row["eager_ms"]):
+            row["eager_ms"] = speedup.get("eager_beside_median_ms")
+        row["caveats"] = caveats({**row, **speedup})
         rows.append(row)
     order = {m: i for i, m in enumerate(ordered(r["mode"] for r in rows))}
     return sorted(rows, key=lambda r: (r["hardware"], r["model"], order[r["mode"]]))
+
+
+def correct_counts(runs: pd.DataFrame) -> dict:
+    """Section 5 in numbers: outputs checked and passed, the failures, and the graph breaks and recompiles in all."""
+    checked = runs[runs["correct"].notna()]
+    failed = checked[checked["correct"] == False]  # noqa: E712
+    return {
+        "checked": len(checked),
+        "passed": int((checked["correct"] == True).sum()),  # noqa: E712
+        "failed": records(failed),
+        "graph_breaks": int(runs["graph_breaks"].fillna(0).sum()),
+        "recompiles": int(runs["recompiles"].fillna(0).sum()),
+    }
 
 
 def correctness_rules(rows: list[dict]) -> list[dict]:

@@ -151,6 +151,8 @@ def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, results: 
         "speedup",
         "speedup_ci95_low",
         "speedup_ci95_high",
+        "speedup_mode_ms",
+        "speedup_eager_ms",
         "noise_ci95_low",
         "noise_ci95_high",
         "threshold",

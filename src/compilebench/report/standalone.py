@@ -43,8 +43,8 @@ def write_paper(
     seconds, begin = {}, time.perf_counter()
     drawn = figures.load_tables(*(table_paths[name] for name in FIGURE_TABLES))
     figure_dir = out_dir / "figures"
-    for name in figures.FIGURES:
-        figures.render(name, drawn, [figure_dir / f"{name}.svg", figure_dir / f"{name}.png"])
+    manifest = figure_dir / "figures.json"
+    figures.render_all(drawn, lambda name: [figure_dir / f"{name}.svg", figure_dir / f"{name}.png"], manifest)
     seconds["figures"] = time.perf_counter() - begin
     paper_tables = {name: table_paths[name] for name in table_names(paper_only=True)}
     captions = sorted((report_dir / "captions").glob("*.rst"))
@@ -53,7 +53,8 @@ def write_paper(
         if fmt == "pdf" and not pdf:
             continue
         begin = time.perf_counter()
-        ctx = paper.context(paper_tables, sorted(figure_dir.glob(f"*.{images}")), captions, env_paths, config, command)
+        shown = sorted(figure_dir.glob(f"*.{images}"))
+        ctx = paper.context(paper_tables, shown, manifest, captions, env_paths, config, command)
         paper.write(ctx, out_dir / f"paper.{fmt}", template, css)
         seconds[fmt] = time.perf_counter() - begin
     return seconds
