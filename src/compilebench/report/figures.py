@@ -64,7 +64,7 @@ def _empty(message: str) -> plt.Figure:
 PAGE_WIDTH_IN = 8.0
 
 
-def _grid(rows: list, cols: list, width: float = 3.2, height: float = 2.8):
+def _grid(rows: list, cols: list, width: float = 3.2, height: float = 2.4):
     """A panel per row and column, the columns narrowed to fit the page width together."""
     width = min(width, PAGE_WIDTH_IN / len(cols))
     fig, axes = plt.subplots(
@@ -73,7 +73,7 @@ def _grid(rows: list, cols: list, width: float = 3.2, height: float = 2.8):
     return fig, axes
 
 
-def _panels(count: int, width: float = 3.2, height: float = 2.8) -> tuple[plt.Figure, list]:
+def _panels(count: int, width: float = 3.2, height: float = 2.4) -> tuple[plt.Figure, list]:
     """`count` panels, as many a row as fit the page width, the rest on the rows below; spare cells hidden."""
     cols = max(1, min(count, int(PAGE_WIDTH_IN // width)))
     rows = -(-count // cols)
@@ -82,22 +82,6 @@ def _panels(count: int, width: float = 3.2, height: float = 2.8) -> tuple[plt.Fi
     for ax in cells[count:]:
         ax.axis("off")
     return fig, cells[:count]
-
-
-def _per_model_panels(frame: pd.DataFrame, draw: Callable, ylabel: str) -> plt.Figure:
-    """One panel per hardware and model that ran, two a row; `draw(ax, subframe)` fills each."""
-    hardware, models = sorted(frame["hardware"].unique()), list(dict.fromkeys(frame["model"]))
-    cells = [(hw, model) for hw in hardware for model in models]
-    subs = [frame[(frame["hardware"] == hw) & (frame["model"] == model)] for hw, model in cells]
-    shown = [(cell, sub) for cell, sub in zip(cells, subs) if not sub.empty]
-    fig, axes = _panels(len(shown))
-    for ax, ((hw, model), sub) in zip(axes, shown):
-        draw(ax, sub)
-        ax.set_title(f"{model} · {hw}", fontsize=9)
-        ax.set_xlabel("")
-        ax.set_ylabel(ylabel, fontsize=8)
-    fig.tight_layout()
-    return fig
 
 
 def _bars(ax, frame: pd.DataFrame, value: str, low: str | None = None, high: str | None = None) -> None:
@@ -112,33 +96,56 @@ def _bars(ax, frame: pd.DataFrame, value: str, low: str | None = None, high: str
     ax.set_xticks(range(len(modes)), [label(m) for m in modes], rotation=35, ha="right", fontsize=8)
 
 
-def latency_by_mode(t: Tables) -> plt.Figure | str:
-    """1. Median latency of each mode, grouped by model, with its 95% interval: one panel per hardware entry."""
-    if t.ok.empty:
-        return "No successful runs to plot."
-    hardware = sorted(t.ok["hardware"].unique())
-    fig, axes = plt.subplots(len(hardware), 1, figsize=(7, 2.8 * len(hardware)), squeeze=False)
+def _per_hardware(frame: pd.DataFrame, draw: Callable, ylabel: str) -> plt.Figure:
+    """One full-width panel per hardware entry, the models along it; `draw(ax, subframe, models, modes)` fills each
+    and a spread of more than 20x between them puts the axis on a log scale."""
+    hardware = sorted(frame["hardware"].unique())
+    fig, axes = plt.subplots(len(hardware), 1, figsize=(7, 2.6 * len(hardware)), squeeze=False)
     for ax, hw in zip(axes[:, 0], hardware):
-        frame = t.ok[t.ok["hardware"] == hw]
-        models, modes = list(dict.fromkeys(frame["model"])), _modes(frame)
-        width = 0.8 / len(modes)
-        for i, mode in enumerate(modes):
-            data = frame[frame["mode"] == mode].set_index("model").reindex(models)
-            heights = data["median_ms"].to_numpy(dtype=float)
-            spread = np.vstack([heights - data["ci95_low_ms"].to_numpy(dtype=float),
-                                data["ci95_high_ms"].to_numpy(dtype=float) - heights])  # fmt: skip
-            offsets = np.arange(len(models)) + (i - (len(modes) - 1) / 2) * width
-            ax.bar(offsets, heights, width, yerr=np.nan_to_num(np.clip(spread, 0, None)), capsize=2,
-                   color=color(mode), label=mode)  # fmt: skip
+        sub = frame[frame["hardware"] == hw]
+        models, modes = list(dict.fromkeys(sub["model"])), _modes(sub)
+        draw(ax, sub, models, modes)
         ax.set_xticks(range(len(models)), models, fontsize=8)
-        medians = frame["median_ms"].dropna()
-        if len(medians) and medians.max() / max(medians.min(), 1e-9) > 20:
+        ax.set_xlabel("")
+        if ax.get_yscale() != "log" and _spread(ax) > 20:
             ax.set_yscale("log")
-        ax.set_ylabel("median latency (ms)", fontsize=8)
+        ax.set_ylabel(ylabel, fontsize=8)
         ax.set_title(hw, fontsize=9)
         ax.legend(fontsize=7, ncol=min(3, len(modes)), frameon=False)
     fig.tight_layout()
     return fig
+
+
+def _spread(ax) -> float:
+    low, high = ax.get_ylim()
+    heights = [p.get_height() for p in ax.patches if p.get_height() > 0]
+    return max(heights) / min(heights) if heights else high / max(low, 1e-9)
+
+
+def _grouped_bars(value: str, low: str | None = None, high: str | None = None) -> Callable:
+    """Bars of `value` per model, one a mode side by side, with the interval from `low` to `high` where given."""
+
+    def draw(ax, frame: pd.DataFrame, models: list, modes: list) -> None:
+        width = 0.8 / len(modes)
+        for i, mode in enumerate(modes):
+            data = frame[frame["mode"] == mode].set_index("model").reindex(models)
+            heights = data[value].to_numpy(dtype=float)
+            spread = None
+            if low and high:
+                spread = np.vstack([heights - data[low].to_numpy(dtype=float),
+                                    data[high].to_numpy(dtype=float) - heights])  # fmt: skip
+                spread = np.nan_to_num(np.clip(spread, 0, None))
+            offsets = np.arange(len(models)) + (i - (len(modes) - 1) / 2) * width
+            ax.bar(offsets, heights, width, yerr=spread, capsize=2, color=color(mode), label=mode)
+
+    return draw
+
+
+def latency_by_mode(t: Tables) -> plt.Figure | str:
+    """1. Median latency of each mode, grouped by model, with its 95% interval: one panel per hardware entry."""
+    if t.ok.empty:
+        return "No successful runs to plot."
+    return _per_hardware(t.ok, _grouped_bars("median_ms", "ci95_low_ms", "ci95_high_ms"), "median latency (ms)")
 
 
 def generation_throughput(t: Tables) -> plt.Figure | str:
@@ -209,26 +216,15 @@ def compile_cost(t: Tables) -> plt.Figure | str:
 
 
 def latency_distributions(t: Tables) -> plt.Figure | str:
-    """5. Raw per-iteration latencies, box per mode, one panel per model and hardware."""
+    """5. Every timed call's latency, a box per mode beside the others, grouped by model: one panel per hardware."""
     if t.samples.empty:
         return "No latency samples in this run."
 
-    def boxes(ax, frame: pd.DataFrame) -> None:
-        order = _modes(frame)
-        sns.boxplot(
-            data=frame,
-            x="mode",
-            y="latency_ms",
-            hue="mode",
-            order=order,
-            palette={m: color(m) for m in order},
-            ax=ax,
-            fliersize=2,
-            legend=False,
-        )
-        ax.set_xticks(range(len(order)), [label(m) for m in order], rotation=35, ha="right", fontsize=8)
+    def boxes(ax, frame: pd.DataFrame, models: list, modes: list) -> None:
+        sns.boxplot(data=frame, x="model", y="latency_ms", hue="mode", order=models, hue_order=modes,
+                    palette={m: color(m) for m in modes}, ax=ax, fliersize=2, log_scale=True)  # fmt: skip
 
-    return _per_model_panels(t.samples, boxes, "latency (ms)")
+    return _per_hardware(t.samples, boxes, "latency (ms)")
 
 
 def hardware_comparison(t: Tables) -> plt.Figure | str:
@@ -253,12 +249,12 @@ def hardware_comparison(t: Tables) -> plt.Figure | str:
 
 
 def peak_memory(t: Tables) -> plt.Figure | str:
-    """7. Peak memory by mode (GPU allocator peak; CPU peak RSS over the pre-model baseline)."""
+    """7. Peak memory of each mode, grouped by model (GPU allocator peak; CPU peak RSS over the pre-model baseline)."""
     ok = t.ok.dropna(subset=["peak_memory_bytes"])
     if ok.empty:
         return "No memory measurements in this run."
     ok = ok.assign(peak_mib=ok["peak_memory_bytes"] / 2**20)
-    return _per_model_panels(ok, lambda ax, f: _bars(ax, f, "peak_mib"), "peak memory (MiB)")
+    return _per_hardware(ok, _grouped_bars("peak_mib"), "peak memory (MiB)")
 
 
 def scaling(t: Tables) -> plt.Figure | str:

@@ -12,67 +12,13 @@ from ..analysis.stats import missing
 from ..core.thresholds import (
     BUSY_SHARE,
 )
-from .rows import correct, records
+from .rows import records
 
 
 def _interval(low, high) -> str:
     if low is None or high is None or any(isinstance(v, float) and math.isnan(v) for v in (low, high)):
         return ""
     return f"95% CI {low:.2f}–{high:.2f}"
-
-
-def effect_findings(speedups: pd.DataFrame) -> tuple[list[str], str | None]:
-    """The abstract's lead: every speedup over eager of a correct mode that its interval calls faster or slower, the
-    largest effect first whichever its direction (a 2× slowdown before a 1.5× speedup); and the rest, the same as
-    eager or unclear, in one sentence."""
-    rows = [r for r in records(correct(speedups)) if not missing(r.get("speedup"))]
-    verdicts = {id(r): said(r["against_noise"], r.get("unstable")) for r in rows}
-    effects = sorted(
-        (r for r in rows if verdicts[id(r)] in ("faster", "slower")), key=lambda r: -abs(math.log(r["speedup"]))
-    )
-    findings = [_effect(r) for r in effects]
-    same = [f"{r['mode']} for {r['model']} on {r['hardware']}" for r in rows if verdicts[id(r)] == "same"]
-    unclear = [
-        f"{r['mode']} for {r['model']} on {r['hardware']} ({_speedup_against_noise(r)})"
-        for r in rows
-        if verdicts[id(r)] not in ("faster", "slower", "same")
-    ]
-    parts = [f"the same as eager for {', '.join(same)}"] if same else []
-    parts += [f"unclear for {', '.join(unclear)}"] if unclear else []
-    return findings, (f"No other mode changed the latency detectably: {'; '.join(parts)}." if parts else None)
-
-
-def _effect(row: dict) -> str:
-    """`compile-max-autotune made resnet18 2.30× slower on cpu (speedup 0.43×, 95% CI …)`."""
-    detail = f"{_interval(row['speedup_ci95_low'], row['speedup_ci95_high'])}{_noise_floor(row)}{_processes(row)}"
-    if row["speedup"] >= 1:
-        return f"{row['mode']} made {row['model']} {row['speedup']:.2f}× faster on {row['hardware']} ({detail})."
-    return (
-        f"{row['mode']} made {row['model']} {1 / row['speedup']:.2f}× slower on {row['hardware']} "
-        f"(speedup {row['speedup']:.2f}×, {detail})."
-    )
-
-
-def _speedup_against_noise(row: dict) -> str:
-    """`0.98× (95% CI …; noise floor …; 3 processes): same`, `faster` or `slower` than eager beyond the band of
-    `same`, or `unclear`, with what the interval could have detected."""
-    interval = _interval(row["speedup_ci95_low"], row["speedup_ci95_high"])
-    verdict = said(row["against_noise"], row.get("unstable"))
-    if verdict in ("faster", "slower"):
-        verdict = f"{verdict} than eager"
-    detectable = row.get("detectable_change")
-    could = "" if missing(detectable) else f"; could detect ≥ {detectable:.0f} %"
-    return f"{row['speedup']:.2f}× ({interval}{_noise_floor(row)}{_processes(row)}{could}): {verdict}"
-
-
-def _processes(row: dict) -> str:
-    n = row.get("processes")
-    return "" if missing(n) else f"; {int(n)} process{'es' if n != 1 else ''}"
-
-
-def _noise_floor(row: dict) -> str:
-    floor = _interval(row.get("noise_ci95_low"), row.get("noise_ci95_high"))
-    return f"; noise floor {floor.removeprefix('95% CI ')}" if floor else ""
 
 
 def settings_findings(effects: pd.DataFrame) -> list[str]:

@@ -32,7 +32,6 @@ from .findings import (
     comparison_findings,
     depth_findings,
     eager_job_findings,
-    effect_findings,
     fidelity_findings,
     figure_sentences,
     instability_findings,
@@ -44,6 +43,7 @@ from .findings import (
     stream_findings,
 )
 from .rows import (
+    agreeing_means,
     answer,
     at_a_glance,
     capped,
@@ -105,7 +105,6 @@ def context(
     drawn = read_json(figure_manifest)["figures"]
     caption_of = {Path(c).stem: Path(c) for c in captions}
     not_ok = runs[runs["status"] != "ok"].to_dict("records")
-    effects_found, nothing_else = effect_findings(speedups)
     return {
         "glance": at_a_glance(speedups),
         "title": config.get("title", "compilebench"),
@@ -114,10 +113,7 @@ def context(
         "answer": (answered := answer(runs, speedups)),
         "advice": [advice(entry) for entry in answered],
         "model_count": int(runs["sweep_of"].fillna(runs["model"]).nunique()) if "sweep_of" in runs else 0,
-        "findings": effects_found
-        + settings_findings(effects)
-        + ([nothing_else] if nothing_else else [])
-        + scaling_findings(scaling),
+        "findings": settings_findings(effects) + scaling_findings(scaling),  # Table 1 states each mode's effect
         "trust": level_findings(runs)
         + fidelity_findings(runs)
         + eager_job_findings(speedups)
@@ -139,7 +135,7 @@ def context(
         "depth_findings": depth_findings(depth),
         "change_findings": change_findings(change, previous) if previous else [],
         "modes": mode_table(runs),
-        "summary": summary.to_dict("records"),
+        "summary": agreeing_means(summary, speedups),
         "counts": runs["status"].value_counts().to_dict(),
         "jobs": len(runs),
         "hardware": [{**e, "fast_math_note": fast_math_note(e)} for e in envs],
@@ -216,6 +212,7 @@ def render_html(ctx: dict, template: Path, css: Path) -> str:
         undefined=StrictUndefined,
     )
     environment.filters["calls"] = calls
+    environment.filters["clip"] = lambda text, limit=240: text if len(str(text)) <= limit else f"{str(text)[:limit]}…"
     environment.filters["num"] = lambda v, digits=2: (
         "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
     )

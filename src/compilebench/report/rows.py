@@ -224,6 +224,20 @@ def results_rows(runs: pd.DataFrame, speedups: pd.DataFrame, published: dict) ->
     return sorted(rows, key=lambda r: (r["hardware"], r["model"], order[r["mode"]]))
 
 
+def agreeing_means(summary: pd.DataFrame, speedups: pd.DataFrame) -> list[dict]:
+    """The geometric-mean speedups worth stating: a mode's on a hardware entry where every model it averages (ok,
+    correct, more than one) got the same verdict, faster or slower; a mean over verdicts that disagree says neither."""
+    passed = speedups[(speedups["status"] == "ok") & (speedups["correct"] == True)]  # noqa: E712
+    stated = []
+    for row in records(summary):
+        verdicts = set(
+            passed[(passed["hardware"] == row["hardware"]) & (passed["mode"] == row["mode"])]["against_noise"]
+        )
+        if row["models"] > 1 and len(verdicts) == 1 and verdicts <= {"faster", "slower"}:
+            stated.append({**row, "verdict": verdicts.pop()})
+    return stated
+
+
 def correct_counts(runs: pd.DataFrame) -> dict:
     """Section 5 in numbers: outputs checked and passed, the failures, and the graph breaks and recompiles in all."""
     checked = runs[runs["correct"].notna()]
