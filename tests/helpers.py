@@ -123,7 +123,7 @@ PAPER_SECTIONS = (
     "Appendix A. Method in full",
     "Appendix B. Every measurement",
     "Appendix C. Correctness and compiler health",
-    "Appendix D. The speedups and compile times as figures",
+    "Appendix D. Figures behind the tables",
     "Appendix E. Reproducibility",
 )
 

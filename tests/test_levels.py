@@ -53,6 +53,20 @@ def test_both_sides_moving_alike_is_the_machine_and_by_different_factors_is_a_sh
     assert levels.level_shift(twin)["side"] == "twin"  # eager's A/A noise floor moved: its floor describes neither
 
 
+def test_the_mode_alone_moving_between_its_two_stretches_is_drift_and_within_one_a_shift():
+    """The mode is timed alone before and after its interleaved phase: a level that differs between the two
+    stretches is the machine's drift over that phase (the steady-state check weighs it), not a shift."""
+    steady = record(calls(120, 17.0, 7), calls(120, 14.0, 8))
+    apart = {**steady, "alone_latency_ms": calls(20, 26.0, 9) + calls(20, 14.0, 10), "alone_calls": [20, 20]}
+    assert levels.level_shift(apart) is None
+    as_one = {key: value for key, value in apart.items() if key != "alone_calls"}  # a record from before the split
+    assert levels.level_shift(as_one)["side"] == "alone"
+    within = {**apart, "alone_latency_ms": calls(20, 26.0, 9) + stepped(calls(30, 14.0, 10), 12, 1.8)}
+    within["alone_calls"] = [20, 30]
+    shift = levels.level_shift(within)
+    assert shift["side"] == "alone" and 20 + 10 <= shift["at_call"] <= 20 + 14 and shift["of_calls"] == 50
+
+
 def test_a_short_or_flat_series_is_left_alone():
     assert levels.strongest_change([10.0] * 100) is None
     assert levels.strongest_change(calls(10, 5.0, 0)) is None

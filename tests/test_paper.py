@@ -295,10 +295,11 @@ def test_the_pay_off_section_states_when_each_compiled_mode_repays_its_compile(p
     html = render(tabs, figs, envs, validated())
     section = html.split('id="pay-off"')[1].split('id="comparison"')[0]
     assert 'id="pay-off-table"' in section
-    assert "On cpu, resnet in compile-default pays off after " in section and " warm." in section
+    sentence = next(p for p in section.split("<p") if "On cpu, resnet: " in p)
+    assert "compile-default pays off after " in sentence and " warm" in sentence
     runs = pd.read_csv(tabs["runs"])
     row = runs[(runs["hardware"] == "cpu") & (runs["model"] == "resnet") & (runs["mode"] == "compile-default")].iloc[0]
-    assert f"pays off after {findings.calls(row['break_even_calls'])} calls cold" in section
+    assert f"compile-default pays off after {findings.calls(row['break_even_calls'])} calls cold" in sentence
     assert findings.calls(float("inf")) == "never" and findings.calls(1234.4) == "1,234"
 
 
@@ -420,6 +421,8 @@ def test_the_appendix_reads_as_text_and_figures_are_numbered_in_reading_order(pa
     order = [m.group(1) for m in re.finditer(r'<figure id="figure-(\w+)"', html)]
     assert [numbers[name] for name in order] == sorted(numbers.values()) == list(range(1, len(order) + 1))
     assert order.index("memory") < order.index("pay_off") < order.index("speedup_heatmap")  # the body's first
+    prose = re.sub(r"<figcaption>.*?</figcaption>", "", html, flags=re.S)
+    assert all(f"Figure {n} " in prose for n in numbers.values())  # each named by the text, not only its caption
     assert html.index("Appendix D") < html.index('id="figure-speedup_heatmap"')
     not_drawn = html[html.index('id="not-drawn"') :].split("</p>")[0]
     assert "generation (nothing)" in not_drawn and "compile cost" not in not_drawn  # no appendix figure named
@@ -449,3 +452,23 @@ def test_a_geometric_mean_is_stated_only_where_its_models_verdicts_agree():
     )  # fmt: skip
     stated = rows.agreeing_means(summary, speedups)
     assert [(r["mode"], r["verdict"]) for r in stated] == [("jit", "faster")]  # 0.55x and 1.91x average to nothing
+
+
+def test_a_run_the_size_of_the_default_one_has_a_body_of_at_most_eight_pages(paper_inputs, tmp_path):
+    """One hardware entry, two models, six modes each (the default run has twelve experiments on one entry): every
+    figure drawn that has content, and the PDF's body, before Appendix A, on eight pages or fewer."""
+    from compilebench.report import pagefit
+
+    _, _, envs = paper_inputs
+    folder = tmp_path / "one-entry"
+    folder.mkdir()
+    written = write_tables(synthetic_results(folder, hardware=("cpu",)), validated(), folder)
+    drawn = figures.load_tables(*(written[name] for name in FIGURE_TABLES))
+    figures.render_all(drawn, lambda name: [folder / f"{name}.png"], folder / "figures.json")
+    tabs = {name: written[name] for name in table_names(paper_only=True)}
+    pngs = sorted(folder.glob("*.png"))
+    context = paper.context(tabs, pngs, folder / "figures.json", CAPTIONS, envs, validated(), "snakemake --cores 4")
+    pdf = folder / "paper.pdf"
+    paper.write(context, pdf, REPORT / "paper.html.j2", REPORT / "paper.css")
+    assert pagefit.page_of(pdf, "Appendix", "A.") - 1 <= 8
+    assert len(context["figures"]) >= 5

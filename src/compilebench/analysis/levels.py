@@ -75,7 +75,23 @@ def level_shift(
     mode timed `alone`), the call it moved at within that side's series, its median before and after, and the
     method."""
     changes = {side: strongest_change(record.get(key) or [], penalty) for side, key in SIDES.items()}
+    changes["alone"] = _alone_change(record, penalty)
     return judge(changes, record, tolerance)
+
+
+def _alone_change(record: dict, penalty: float) -> dict | None:
+    """The mode timed alone is two stretches, before and after the interleaved phase (`alone_calls`): a change
+    between them is the machine's drift over that phase, which the steady-state check weighs; a shift is a change
+    within one. A record without `alone_calls` is read as one stretch."""
+    series = record.get(SIDES["alone"]) or []
+    counts = record.get("alone_calls") or [len(series)]
+    changes, start = [], 0
+    for count in counts:
+        change = strongest_change(series[start : start + count], penalty)
+        if change is not None:
+            changes.append({**change, "at_call": change["at_call"] + start, "of_calls": len(series)})
+        start += count
+    return max(changes, key=lambda c: abs(math.log(factor(c))), default=None)
 
 
 def judge(changes: dict[str, dict | None], record: dict, tolerance: float = LEVEL_SHIFT_TOLERANCE) -> dict | None:

@@ -31,7 +31,7 @@ from . import levels, stats
 log = logging.getLogger(__name__)
 
 # What a process record holds that its result states otherwise (pooled, or summarized under another key).
-RAW_ONLY = ("twin_latency_ms", "alone_latency_ms", "eager_alone_latency_ms", "generations")
+RAW_ONLY = ("twin_latency_ms", "alone_latency_ms", "alone_calls", "eager_alone_latency_ms", "generations")
 # What every process of one experiment must share for its samples to be pooled: the experiment, and the torch,
 # device and thread count the process itself ran with (`environment.ran_on`).
 MUST_AGREE = ("experiment_sha256",)

@@ -61,17 +61,17 @@ FIGURE_TABLES = (
 # it; figures.FIGURES draws them. The figures rule also writes FIGURE_MANIFEST: which figures had something to show.
 FIGURE_SECTIONS = {
     "latency": "answer",
-    "distributions": "results",
     "memory": "results",
     "generation": "results",
     "hardware": "results",
     "scaling": "scaling",
     "streams": "streams",
     "pay_off": "pay-off",
-    "compile_phases": "pay-off",
     "starts": "starts",
     "compile_depth": "compile-depth",
     "comparison": "comparison",
+    "distributions": "appendix",
+    "compile_phases": "appendix",
     "speedup_heatmap": "appendix",
     "compile_cost": "appendix",
 }

@@ -78,6 +78,7 @@ class _Measured(ResultHeader, total=False):
     compile_warm_s: float | None  # first call of a fresh process on the caches the cold one wrote; export: load + call
     compile_bundle_s: float | None  # a fresh process's first call from torch's portable cache artifacts alone
     warm_starts: dict[str, Any]  # runner.start of each warm start (None where it did not run), and notes
+    first_call_from: str  # measured again after a level shift: the set-aside record whose first call it kept
     compile_phases: dict[str, float] | None  # compile_phases.read: seconds per phase of the cold compile
     compile_trace: dict[str, Any]  # with measure.compile_trace: the TORCH_TRACE log, its tlparse report or why none
     preparation: dict[str, float]  # seconds of each step before the first call (script_s; export_s, package_s, load_s)
@@ -106,10 +107,10 @@ class ProcessRecord(_Measured, total=False):
 
     twin_latency_ms: list[float]  # eager only: a second eager callable, interleaved with the first
     alone_latency_ms: list[float]  # a mode timed alone, half before and half after its interleaved phase
+    alone_calls: list[int]  # the calls of each of those two stretches, in order
     eager_alone_latency_ms: list[float]  # a non-eager mode's process: eager timed alone before the mode is built
     generations: dict[str, Any]  # text generation: new_tokens, and the timed generations' ms per token
     cache_replaced: dict[str, Any]  # a later process that failed on process 1's caches compiled cold: why
-    first_call_from: str  # measured again after a level shift: the set-aside record whose first call it keeps
 
 
 class Result(_Measured, total=False):

@@ -100,7 +100,7 @@ def _per_hardware(frame: pd.DataFrame, draw: Callable, ylabel: str) -> plt.Figur
     """One full-width panel per hardware entry, the models along it; `draw(ax, subframe, models, modes)` fills each
     and a spread of more than 20x between them puts the axis on a log scale."""
     hardware = sorted(frame["hardware"].unique())
-    fig, axes = plt.subplots(len(hardware), 1, figsize=(7, 2.6 * len(hardware)), squeeze=False)
+    fig, axes = plt.subplots(len(hardware), 1, figsize=(7, 2.3 * len(hardware)), squeeze=False)
     for ax, hw in zip(axes[:, 0], hardware):
         sub = frame[frame["hardware"] == hw]
         models, modes = list(dict.fromkeys(sub["model"])), _modes(sub)
@@ -499,17 +499,17 @@ def starts(t: Tables) -> plt.Figure | str:
 # Each figure's drawing: a figure, or in words why there is nothing to draw.
 FIGURES: dict[str, Callable[[Tables], plt.Figure | str]] = {
     "latency": latency_by_mode,
-    "distributions": latency_distributions,
     "memory": peak_memory,
     "generation": generation_throughput,
     "hardware": hardware_comparison,
     "scaling": scaling,
     "streams": stream_time,
     "pay_off": pay_off,
-    "compile_phases": compile_phase_bars,
     "starts": starts,
     "compile_depth": compile_depth,
     "comparison": comparison,
+    "distributions": latency_distributions,
+    "compile_phases": compile_phase_bars,
     "speedup_heatmap": speedup_heatmap,
     "compile_cost": compile_cost,
 }

@@ -178,23 +178,23 @@ def calls(value) -> str:
 
 
 def pay_off_findings(rows: list[dict]) -> list[str]:
-    """One sentence per compiled run: after how many calls compiling pays for itself, cold and warm."""
-    findings = []
+    """One sentence per model and hardware: after how many calls each compiled mode pays for itself, cold and
+    warm; from the start where its first call is no slower than eager's; never where it saves nothing a call."""
+    by_model: dict[tuple, list[str]] = {}
     for r in rows:
-        name = f"On {r['hardware']}, {r['model']} in {r['mode']}"
-        if math.isinf(r["break_even_calls"]):
-            findings.append(f"{name} never pays off: it is not faster than eager per call.")
-            continue
-        if r["break_even_calls"] == 0:
-            findings.append(f"{name} starts no slower than eager's own first call, so it pays off from the start.")
-            continue
-        cold = f"{calls(r['break_even_calls'])} calls cold (95% CI {calls(r['break_even_calls_ci95_low'])}–"
-        cold += f"{calls(r['break_even_calls_ci95_high'])})"
-        warm = ""
-        if r.get("break_even_calls_warm") is not None:
-            warm = f" and {calls(r['break_even_calls_warm'])} warm"
-        findings.append(f"{name} pays off after {cold}{warm}.")
-    return findings
+        by_model.setdefault((r["hardware"], r["model"]), []).append(_pays_off(r))
+    return [f"On {hardware}, {model}: {'; '.join(parts)}." for (hardware, model), parts in by_model.items()]
+
+
+def _pays_off(r: dict) -> str:
+    if math.isinf(r["break_even_calls"]):
+        return f"{r['mode']} never pays off (not faster than eager a call)"
+    if r["break_even_calls"] == 0:
+        return f"{r['mode']} pays off from the start (its first call is no slower than eager's)"
+    cold = f"{calls(r['break_even_calls'])} calls cold (95% CI {calls(r['break_even_calls_ci95_low'])}–"
+    cold += f"{calls(r['break_even_calls_ci95_high'])})"
+    warm = f" and {calls(r['break_even_calls_warm'])} warm" if r.get("break_even_calls_warm") is not None else ""
+    return f"{r['mode']} pays off after {cold}{warm}"
 
 
 def start_findings(paths: pd.DataFrame) -> list[str]:
@@ -439,7 +439,6 @@ def level_findings(runs: pd.DataFrame) -> list[str]:
 def figure_sentences(figures: list[dict], runs: pd.DataFrame) -> list[str]:
     """For each figure of the results section, what it shows that the text does not already say, naming it."""
     said_of = {
-        "distributions": _spread_sentence,
         "memory": _memory_sentence,
         "generation": lambda number, _: (
             f"Figure {number} shows text generation per mode: tokens a second and the time to the first token."
@@ -452,19 +451,6 @@ def figure_sentences(figures: list[dict], runs: pd.DataFrame) -> list[str]:
     return [
         said_of[f["name"]](f["number"], runs) for f in figures if f["section"] == "results" and f["name"] in said_of
     ]
-
-
-def _spread_sentence(number: int, runs: pd.DataFrame) -> str:
-    moved = runs["level_shift"].apply(lambda v: isinstance(v, str)).sum() if "level_shift" in runs else 0
-    aside = int(runs["set_aside"].fillna(0).sum()) if "set_aside" in runs else 0
-    where = (
-        f"{moved} result{'s' if moved != 1 else ''} kept a level that moved, and {aside} process"
-        f"{'es were' if aside != 1 else ' was'} set aside and measured again (Section 4)"
-    )
-    return (
-        f"Figure {number} shows every timed call of each mode: a mode whose calls ran at two levels shows two "
-        f"clusters; {where}."
-    )
 
 
 def _memory_sentence(number: int, runs: pd.DataFrame) -> str:

@@ -162,6 +162,7 @@ def context(
                     "number": number,
                     "name": f["name"],
                     "section": f["section"],
+                    "lead": FIGURE_LEADS.get(f["name"]),
                     "src": _data_uri(by_name[f["name"]]),
                     "caption": _caption(caption_of[f["name"]]),
                 }
@@ -196,6 +197,23 @@ def context(
         "assets": asset_checksums(config),
         "env_blocks": {e["hardware"]: yaml_blocks(e) for e in envs},
     }
+
+
+# What each figure outside the results section shows, said in the text before it (the results section's figures
+# get sentences computed from the run: findings.figure_sentences).
+FIGURE_LEADS = {
+    "latency": "draws Table 1's medians with their intervals, each model's modes side by side",
+    "scaling": "draws how latency, throughput and the speedup over eager move with the swept setting",
+    "streams": "draws each stream's cumulative time, compiles marked where they happened",
+    "pay_off": "draws cumulative time against calls: where a mode's line crosses eager's, compiling has paid off",
+    "compile_phases": "splits each cold and warm compile into torch's own phases, and what they leave unexplained",
+    "distributions": "shows every timed call of each mode: a mode whose calls ran at two levels shows two clusters",
+    "starts": "stacks each start path's parts from spawn to first output, eager's start the floor",
+    "compile_depth": "draws the cold compile against depth, a trend per layer for each compiling mode",
+    "comparison": "sets each experiment on each hardware entry against the baseline entry, verdict by colour",
+    "speedup_heatmap": "draws Table 1's speedups as a grid of model against mode",
+    "compile_cost": "sets each mode's speedup against its cold compile",
+}
 
 
 def measuring_span_s(runs: pd.DataFrame) -> float | None:

@@ -310,6 +310,7 @@ def time_interleaved(process: Process, prepared: Prepared, plan: WarmedUp) -> di
         log.warning("a cap applied: %s", cap)
     if alone:
         timed.update(eager_latency_ms=both.eager_ms, alone_latency_ms=[x for ms, _ in halves for x in ms])
+        timed["alone_calls"] = [len(ms) for ms, _ in halves]
         timed["page_faults"]["mode_alone"] = [faults for _, faults in halves]
     else:
         timed["twin_latency_ms"] = both.eager_ms
