@@ -323,9 +323,7 @@ def test_eager_beside_a_mode_is_set_against_the_eager_job_and_flagged_where_they
     assert shifted.drop("resnet").isna().all()  # measured without the probes
     found = findings.eager_job_findings(speedups.reset_index())
     assert len(found) == 1 and found[0].startswith("On cpu, eager beside resnet in compile-default ran 1.29×")
-    assert "set against the eager job, it is" in found[0]
-    assert found[0].endswith("parallel speedup of 1.57× in the mode's processes and 1.75× in the eager job's: the "
-                             "machine's state differed between the two jobs. Eager took 4,708 page faults a call in "
-                             "the eager job and 3,267 beside the mode: the state of the memory allocator differed "
-                             "between the two, and eager's time with it.")  # fmt: skip
+    assert "set against the eager job, its speedup of" in found[0]
+    assert found[0].endswith("parallel speedup differed (1.57× in the mode's job, 1.75× in eager's). Eager took 4,708 "
+                             "page faults a call in the eager job and 3,267 beside the mode.")  # fmt: skip
     assert speedups.loc[("resnet", "jit"), ["eager_faults_per_call", "eager_job_faults_per_call"]].tolist() == [3, 4708]

@@ -124,6 +124,12 @@ def _shift(side: str, change: dict) -> dict:
     return {"side": side, **change, "method": METHOD}
 
 
+def moves_speedup(shift: dict | None) -> bool:
+    """Whether a shift lies in the samples a speedup (or a noise floor) is made of: the interleaved sides. The mode
+    timed alone feeds only the steady-state check, whose figure a shift there makes unreliable, not the speedup."""
+    return shift is not None and shift["side"] != "alone"
+
+
 def said(shift: dict) -> str:
     """A level shift in words."""
     side = {"mode": "the mode's", "eager": "eager's", "twin": "eager's second callable's", "alone": "the mode's"}

@@ -63,16 +63,13 @@ def fidelity_findings(runs: pd.DataFrame) -> list[str]:
         if row.get("steady_state_flagged") is True:
             findings.append(
                 f"{name} is flagged: its interleaved median is {row['steady_state_ratio']:.2f}× its median timed alone "
-                f"({_interval(row['steady_state_ci95_low'], row['steady_state_ci95_high'])}), so interleaving with "
-                "eager changed what it measured; read its speedup with care."
+                f"({_interval(row['steady_state_ci95_low'], row['steady_state_ci95_high'])})."
             )
         if row.get("eager_alone_flagged") is True:
             findings.append(
                 f"{name} is flagged: eager interleaved with the mode ran {row['eager_alone_ratio']:.2f}× eager timed "
-                f"alone in the same process before the mode was built "
-                f"({_interval(row['eager_alone_ci95_low'], row['eager_alone_ci95_high'])}): the mode's presence or the "
-                "machine's state between the two moved eager, and only the interleaved speedup sets both sides "
-                "against each other at the same moments."
+                "alone before the mode was built "
+                f"({_interval(row['eager_alone_ci95_low'], row['eager_alone_ci95_high'])})."
                 + _capacity_within(row)
                 + _faults_apart("alone", row.get("eager_alone_faults_per_call"), row.get("eager_faults_per_call"))
             )
@@ -91,17 +88,15 @@ def _faulting(name: str, row: dict) -> str:
     beside = "the second eager callable beside it" if row["mode"] == "eager" else "eager beside it"
     cost = row.get("ms_per_1000_faults")
     costed = (
-        f" Here each thousand faults a call cost {cost:.2g} ms "
+        f" Each thousand faults a call cost {cost:.2g} ms "
         f"({_interval(row['ms_per_1000_faults_ci95_low'], row['ms_per_1000_faults_ci95_high'])}), block by block."
         if not missing(cost) and (row.get("ms_per_1000_faults_ci95_low") or 0) > 0  # a cost its blocks could tell
         else ""
     )
     return (
-        f"{name} took {faults:,.0f} page faults a call ({beside}: {eager:,.0f}): each call maps memory afresh "
-        "that the previous call gave back, so its time holds the state of the process's memory allocator, "
-        f"which differs between processes and moments.{costed} To time the mode without it, set the allocator in the "
-        "hardware entry's env (glibc: MALLOC_MMAP_MAX_ at 0 and a large MALLOC_TRIM_THRESHOLD_; or LD_PRELOAD of "
-        "jemalloc or tcmalloc)."
+        f"{name} took {faults:,.0f} page faults a call ({beside}: {eager:,.0f}).{costed} To time it without: "
+        "MALLOC_MMAP_MAX_ at 0 and a large MALLOC_TRIM_THRESHOLD_, or LD_PRELOAD of jemalloc or tcmalloc, in the "
+        "hardware entry's env."
     )
 
 
@@ -110,9 +105,8 @@ def eager_job_findings(speedups: pd.DataFrame) -> list[str]:
     flagged = speedups[speedups["eager_job_flagged"] == True] if "eager_job_flagged" in speedups else speedups[:0]  # noqa: E712
     return [
         f"On {row['hardware']}, eager beside {row['model']} in {row['mode']} ran {row['eager_job_ratio']:.2f}× the "
-        f"eager job's median ({_interval(row['eager_job_ratio_ci95_low'], row['eager_job_ratio_ci95_high'])}), so "
-        f"its speedup of {_times(row['speedup'])} is not what a user who runs one or the other sees: set against the "
-        f"eager job, it is {_times(row['cross_job_speedup'])}."
+        f"eager job's median ({_interval(row['eager_job_ratio_ci95_low'], row['eager_job_ratio_ci95_high'])}): "
+        f"set against the eager job, its speedup of {_times(row['speedup'])} is {_times(row['cross_job_speedup'])}."
         + _capacity_across(row)
         + _faults_apart("in the eager job", row.get("eager_job_faults_per_call"), row.get("eager_faults_per_call"))
         for row in records(flagged)
@@ -125,11 +119,8 @@ def _capacity_within(row: dict) -> str:
     if missing(before) or missing(after):
         return ""
     if capacity_differs(before, after):
-        return (
-            f" The machine's parallel speedup moved within its processes ({before:.2f}× before eager was first timed, "
-            f"{after:.2f}× after the interleaved timing): the machine's state is the likelier cause."
-        )
-    return f" The machine's parallel speedup held at both ends of its processes ({before:.2f}×, {after:.2f}×)."
+        return f" The machine's parallel speedup moved meanwhile ({before:.2f}× → {after:.2f}×): likelier the machine."
+    return f" The machine's parallel speedup held ({before:.2f}×, {after:.2f}×)."
 
 
 def _capacity_across(row: dict) -> str:
@@ -138,10 +129,7 @@ def _capacity_across(row: dict) -> str:
     if missing(mode) or missing(job):
         return ""
     if capacity_differs(mode, job):
-        return (
-            f" The machine gave a parallel speedup of {mode:.2f}× in the mode's processes and {job:.2f}× in the eager "
-            "job's: the machine's state differed between the two jobs."
-        )
+        return f" The machine's parallel speedup differed ({mode:.2f}× in the mode's job, {job:.2f}× in eager's)."
     return f" The machine's parallel speedup was alike in both jobs ({mode:.2f}×, {job:.2f}×)."
 
 
@@ -149,10 +137,7 @@ def _faults_apart(where: str, there, beside) -> str:
     """What eager's page faults a call, at another moment (`where`) and beside the mode, say of a flag on eager."""
     if missing(there) or missing(beside) or not faults_differ(there, beside):
         return ""
-    return (
-        f" Eager took {there:,.0f} page faults a call {where} and {beside:,.0f} beside the mode: the state of the "
-        "memory allocator differed between the two, and eager's time with it."
-    )
+    return f" Eager took {there:,.0f} page faults a call {where} and {beside:,.0f} beside the mode."
 
 
 def instability_findings(speedups: pd.DataFrame) -> list[str]:
@@ -420,19 +405,23 @@ def _mode_said(row: dict) -> str:
 
 
 def level_findings(runs: pd.DataFrame) -> list[str]:
-    """Each result whose level moved partway through a process: the shift it still rests on (its verdict
-    unclear), or the processes set aside for one and measured again."""
-    said_ = []
+    """Each result whose level moved partway through a process and still rests on it (its verdict unclear); and in
+    one line, the results whose shifted processes were set aside and measured again."""
+    said_, again = [], []
     for row in records(runs[runs["status"] == "ok"]):
         name = f"{row['mode']} for {row['model']} on {row['hardware']}"
-        if isinstance(row.get("level_shift"), str):
+        if isinstance(row.get("level_shift"), str) and row.get("level_shift_side") == "alone":
+            said_.append(f"{name}: {row['level_shift']}; its steady-state check is unreliable, its speedup stands.")
+        elif isinstance(row.get("level_shift"), str):
             said_.append(f"{name}: {row['level_shift']} in the process its figures rest on; its verdict is unclear.")
         elif not missing(row.get("set_aside")) and row["set_aside"] > 0:
             n = int(row["set_aside"])
-            said_.append(
-                f"{name}: {n} process{'es' if n != 1 else ''} set aside because the level of its calls moved "
-                "partway through, and measured again; the figures rest on the process without a shift."
-            )
+            again.append(f"{name}{f' ({n} times)' if n > 1 else ''}")
+    if again:
+        said_.append(
+            "Measured again in a fresh process after the level of its calls moved partway through one (the figures "
+            f"rest on the process without a shift): {', '.join(again)}."
+        )
     return said_
 
 

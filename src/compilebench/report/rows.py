@@ -53,7 +53,7 @@ def verdict_in_words(row: dict) -> tuple[str, str | None]:
         return "wrong output", "failed the correctness check"
     if not missing(row.get("bimodal_slow_ms")):
         return "two speeds", f"{row['bimodal_fast_ms']:.1f} or {row['bimodal_slow_ms']:.1f} ms"
-    if isinstance(row.get("level_shift"), str):
+    if isinstance(row.get("level_shift"), str) and row.get("level_shift_side") != "alone":
         return "unclear", "its level moved"
     if row.get("unstable") is True:
         return "unclear", "machine not steady"
@@ -70,6 +70,8 @@ def _first_words(text, words: int = 6) -> str | None:
 def caveats(row: dict) -> list[str]:
     """What a check found about a row, in words: the caveat column of the answer and of Table 1."""
     found = [words for key, words in CAVEATS.items() if row.get(key) is True]
+    if isinstance(row.get("level_shift"), str) and row.get("level_shift_side") == "alone":
+        found.append("its level alone moved")
     if row.get("set_aside"):
         found.append(f"{int(row['set_aside'])} process{'es' if row['set_aside'] != 1 else ''} re-measured")
     return found

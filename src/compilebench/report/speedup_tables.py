@@ -126,7 +126,8 @@ def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, results: 
     intervals = list(zip(modes["speedup_ci95_low"], modes["speedup_ci95_high"]))
     floors = list(zip(modes["noise_ci95_low"], modes["noise_ci95_high"]))
     modes["threshold"] = threshold
-    two_levels = modes["level_shift"].apply(lambda shift: isinstance(shift, str)) | modes["bimodal_slow_ms"].notna()
+    shifted = modes["level_shift"].apply(lambda shift: isinstance(shift, str)) & (modes["level_shift_side"] != "alone")
+    two_levels = shifted | modes["bimodal_slow_ms"].notna()
     modes["against_noise"] = [
         "unclear" if moved else against_noise(*interval, *floor, threshold)
         for interval, floor, moved in zip(intervals, floors, two_levels)
@@ -158,6 +159,7 @@ def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, results: 
         "threshold",
         "against_noise",
         "level_shift",
+        "level_shift_side",
         "set_aside",
         "bimodal_fast_ms",
         "bimodal_slow_ms",
