@@ -374,7 +374,7 @@ def pay_off(t: Tables) -> plt.Figure | str:
     if compiled.empty:
         return "No compiled run with an eager run to set it against."
     panels = list(dict.fromkeys(zip(compiled["hardware"], compiled["model"])))
-    fig, axes = _panels(len(panels), width=3.4, height=3.0)
+    fig, axes = _panels(len(panels), width=3.4, height=2.3)
     calls = np.logspace(0, 7, 200)
     for ax, (hardware, model) in zip(axes, panels):
         base = eager.loc[(hardware, model)]
