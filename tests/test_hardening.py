@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import re
 
 import pytest
 from helpers import tiny_config
@@ -62,3 +63,19 @@ def test_a_measuring_process_never_loads_code_from_a_planted_probe_folder(tmp_pa
     assert str(planted) in result["error"]["message"] and "mode 0777" in result["error"]["message"]
     assert json.loads((tmp_path / "r.json").read_text())["status"] == "failed"
     assert sorted(p.name for p in planted.iterdir()) == ["planted.so"]  # nothing compiled into it, nothing read
+
+
+@pytest.mark.parametrize(
+    ("env", "key"),
+    [({"A=B": "1"}, "hardware.cpu.env"), ({"": "1"}, "hardware.cpu.env"), ({"X": "a\x00b"}, "hardware.cpu.env.X")],
+)
+def test_an_env_name_or_value_that_cannot_be_set_is_refused_at_check_naming_its_key(env, key):
+    with pytest.raises(configuration.ConfigError, match=re.escape(f"`{key}`")):
+        configuration.validate(tiny_config(hardware={"cpu": {"device": "cpu", "env": env}}))
+
+
+@pytest.mark.parametrize("hours", ["-5", "nan", "0", "inf", "soon"])
+def test_check_refuses_a_max_hours_that_bounds_nothing(hours, capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["check", "--max-hours", hours])
+    assert "--max-hours: expected a positive number of hours" in capsys.readouterr().err

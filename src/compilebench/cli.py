@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 from collections import Counter
@@ -57,9 +58,22 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="validate a config or experiment file, as the workflow does before any job")
     p.add_argument("--config", type=Path, default=Path("config/config.yaml"), help="pipeline config (YAML)")
     p.add_argument(
-        "--max-hours", type=float, help="fail when the config plans a longer measurement (overrides max_hours)"
+        "--max-hours",
+        type=_positive_hours,
+        help="fail when the config plans a longer measurement (overrides max_hours); a positive number",
     )
     return parser
+
+
+def _positive_hours(text: str) -> float:
+    """`--max-hours`: a finite number of hours above zero, or argparse's error naming the option."""
+    try:
+        hours = float(text)
+    except ValueError:
+        hours = math.nan
+    if not (math.isfinite(hours) and hours > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of hours, got {text!r}")
+    return hours
 
 
 def main(argv: list[str] | None = None) -> int:
