@@ -6,8 +6,10 @@ import json
 import os
 import pwd
 import re
+import time
 
 import pytest
+import yaml
 from helpers import tiny_config
 
 from compilebench import cli
@@ -79,3 +81,16 @@ def test_check_refuses_a_max_hours_that_bounds_nothing(hours, capsys):
     with pytest.raises(SystemExit):
         cli.main(["check", "--max-hours", hours])
     assert "--max-hours: expected a positive number of hours" in capsys.readouterr().err
+
+
+def test_a_yaml_alias_bomb_is_refused_at_once_naming_the_file(tmp_path):
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{k}: &a{k} [{', '.join([f'*a{k - 1}'] * 10)}]" for k in range(1, 9)]  # 10**9 values, expanded
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + "\nmodels: {}\n")
+    started = time.perf_counter()
+    with pytest.raises(configuration.ConfigError, match=f"{re.escape(str(bomb))} expands to more than 1,000,000"):
+        configuration.load(bomb)
+    assert time.perf_counter() - started < 10
+    with pytest.raises(configuration.ConfigError, match="The config expands"):  # as Snakemake hands it over
+        configuration.validate(yaml.safe_load(bomb.read_text()))

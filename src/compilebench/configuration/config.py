@@ -34,13 +34,14 @@ from .schema import (
     load_schema,
     model_modes,
 )
-from .yaml_files import read_yaml
+from .yaml_files import check_expanded_size, read_yaml
 
 CPU_HARDWARE: dict[str, Any] = {"device": "cpu", "optional": False, "exclusive": True, "env": {}, "resources": {}}
 
 
 def validate(config: dict) -> dict:
     """Validate in place against the schema (filling defaults), then check what a schema cannot."""
+    check_expanded_size(config, "The config")
     check_finite(config, [])
     errors = sorted(Validator(load_schema()).iter_errors(config), key=lambda e: len(list(e.absolute_path)))
     if errors:

@@ -27,6 +27,31 @@ class _UniqueKeys(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+# A config expands to far fewer values than this; YAML aliases nested a few levels deep (an "alias bomb") reach
+# hundreds of millions, which any walk over the config would take minutes to visit.
+MAX_EXPANDED_VALUES = 1_000_000
+
+
+def check_expanded_size(config: Any, source: str) -> None:
+    """Refuse a config whose YAML aliases expand past MAX_EXPANDED_VALUES, counted without expanding them (each
+    shared value is counted once and its size reused)."""
+    sizes: dict[int, int] = {}
+
+    def size(value: Any) -> int:
+        if not isinstance(value, dict | list):
+            return 1
+        if id(value) not in sizes:
+            children = value.values() if isinstance(value, dict) else value
+            sizes[id(value)] = min(1 + sum(size(child) for child in children), MAX_EXPANDED_VALUES + 1)
+        return sizes[id(value)]
+
+    if size(config) > MAX_EXPANDED_VALUES:
+        raise ConfigError(
+            f"{source} expands to more than {MAX_EXPANDED_VALUES:,} values through its YAML aliases (& and *): "
+            "expected a config whose aliases repeat a few settings, not one that nests them into millions."
+        )
+
+
 def read_yaml(path: str | Path) -> dict:
     """A config file's mapping, or one paragraph naming the file and the line where its YAML breaks."""
     path = Path(path)
@@ -38,6 +63,7 @@ def read_yaml(path: str | Path) -> dict:
         raise ConfigError(f"Config file {path} is not valid YAML{_yaml_problem(exc)}.") from None
     if not isinstance(config, dict):
         raise ConfigError(f"Config file {path} must hold a mapping of keys, not {type(config).__name__}.")
+    check_expanded_size(config, f"Config file {path}")
     return config
 
 
