@@ -115,7 +115,6 @@ def test_figures_say_so_when_there_is_nothing_to_show(synthetic_tables, tmp_path
     out = tmp_path / "generation.svg"
     assert figures.render("generation", only_images, [out]) == "No text-generation experiments in this run."
     assert ET.parse(out).getroot().tag.endswith("svg")
-    assert "No text-generation experiments" in out.read_text() or out.stat().st_size > 0
 
 
 def test_limits_compare_achieved_rates_with_the_device_peak(synthetic_tables):

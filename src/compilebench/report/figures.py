@@ -97,8 +97,8 @@ def _bars(ax, frame: pd.DataFrame, value: str, low: str | None = None, high: str
 
 
 def _per_hardware(frame: pd.DataFrame, draw: Callable, ylabel: str) -> plt.Figure:
-    """One full-width panel per hardware entry, the models along it; `draw(ax, subframe, models, modes)` fills each
-    and a spread of more than 20x between them puts the axis on a log scale."""
+    """One full-width panel per hardware entry, the models along it; `draw(ax, subframe, models, modes)` fills
+    each."""
     hardware = sorted(frame["hardware"].unique())
     fig, axes = plt.subplots(len(hardware), 1, figsize=(7, 2.3 * len(hardware)), squeeze=False)
     for ax, hw in zip(axes[:, 0], hardware):
@@ -107,8 +107,6 @@ def _per_hardware(frame: pd.DataFrame, draw: Callable, ylabel: str) -> plt.Figur
         draw(ax, sub, models, modes)
         ax.set_xticks(range(len(models)), models, fontsize=8)
         ax.set_xlabel("")
-        if ax.get_yscale() != "log" and _spread(ax) > 20:
-            ax.set_yscale("log")
         ax.set_ylabel(ylabel, fontsize=8)
         ax.set_title(hw, fontsize=9)
         ax.legend(fontsize=7, ncol=min(3, len(modes)), frameon=False)
@@ -116,16 +114,14 @@ def _per_hardware(frame: pd.DataFrame, draw: Callable, ylabel: str) -> plt.Figur
     return fig
 
 
-def _spread(ax) -> float:
-    low, high = ax.get_ylim()
-    heights = [p.get_height() for p in ax.patches if p.get_height() > 0]
-    return max(heights) / min(heights) if heights else high / max(low, 1e-9)
-
-
 def _grouped_bars(value: str, low: str | None = None, high: str | None = None) -> Callable:
-    """Bars of `value` per model, one a mode side by side, with the interval from `low` to `high` where given."""
+    """Bars of `value` per model, one a mode side by side, with the interval from `low` to `high` where given; on a
+    log axis where the values span more than 20x (models of very different sizes)."""
 
     def draw(ax, frame: pd.DataFrame, models: list, modes: list) -> None:
+        values = frame[value].dropna()
+        if len(values) and values.min() > 0 and values.max() / values.min() > 20:
+            ax.set_yscale("log")
         width = 0.8 / len(modes)
         for i, mode in enumerate(modes):
             data = frame[frame["mode"] == mode].set_index("model").reindex(models)

@@ -425,21 +425,10 @@ def level_findings(runs: pd.DataFrame) -> list[str]:
     return said_
 
 
-def figure_sentences(figures: list[dict], runs: pd.DataFrame) -> list[str]:
-    """For each figure of the results section, what it shows that the text does not already say, naming it."""
-    said_of = {
-        "memory": _memory_sentence,
-        "generation": lambda number, _: (
-            f"Figure {number} shows text generation per mode: tokens a second and the time to the first token."
-        ),
-        "hardware": lambda number, _: (
-            f"Figure {number} sets each hardware entry's p90 latency against the baseline "
-            "entry's, and where prices are given, the cost of a million inferences."
-        ),
-    }
-    return [
-        said_of[f["name"]](f["number"], runs) for f in figures if f["section"] == "results" and f["name"] in said_of
-    ]
+def memory_sentence(figures: list[dict], runs: pd.DataFrame) -> str | None:
+    """What the peak-memory figure shows that no table says: the largest peak any mode took over eager's."""
+    number = next((f["number"] for f in figures if f["name"] == "memory"), None)
+    return None if number is None else _memory_sentence(number, runs)
 
 
 def _memory_sentence(number: int, runs: pd.DataFrame) -> str:

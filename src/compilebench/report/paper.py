@@ -33,9 +33,9 @@ from .findings import (
     depth_findings,
     eager_job_findings,
     fidelity_findings,
-    figure_sentences,
     instability_findings,
     level_findings,
+    memory_sentence,
     pay_off_findings,
     scaling_findings,
     settings_findings,
@@ -148,9 +148,7 @@ def context(
         "cosine_min": COSINE_MIN,
         "capacity_shift": CAPACITY_SHIFT,
         "level_shift": LEVEL_SHIFT_TOLERANCE,
-        "threshold": float(speedups["threshold"].dropna().iloc[0])
-        if speedups["threshold"].notna().any()
-        else DEFAULT_THRESHOLD,
+        "threshold": (config.get("report") or {}).get("threshold", DEFAULT_THRESHOLD),
         "correct_counts": correct_counts(runs),
         "faults_per_call": FAULTS_PER_CALL,
         "float32_rel_tol": FLOAT32_REL_TOL,
@@ -169,7 +167,7 @@ def context(
                 for number, f in enumerate((f for f in drawn if f["not_drawn"] is None and f["name"] in by_name), 1)
             ]
         ),  # fmt: skip
-        "figure_sentences": figure_sentences(numbered, runs),
+        "memory_sentence": memory_sentence(numbered, runs),
         "not_drawn": [f for f in drawn if f["not_drawn"] is not None and f["section"] != "appendix"],
         "results": (results := results_rows(runs, speedups, published)),
         "correctness_rules": correctness_rules(results),
@@ -199,9 +197,12 @@ def context(
     }
 
 
-# What each figure outside the results section shows, said in the text before it (the results section's figures
-# get sentences computed from the run: findings.figure_sentences).
+# What each figure shows, said in the text before it (the peak-memory figure gets a sentence computed from the run
+# instead: findings.memory_sentence).
 FIGURE_LEADS = {
+    "generation": "shows text generation per mode: tokens a second and the time to the first token",
+    "hardware": "sets each hardware entry's p90 latency against the baseline entry's and, where prices are given, "
+    "the cost of a million inferences",
     "latency": "draws Table 1's medians with their intervals, each model's modes side by side",
     "scaling": "draws how latency, throughput and the speedup over eager move with the swept setting",
     "streams": "draws each stream's cumulative time, compiles marked where they happened",

@@ -77,6 +77,14 @@ def caveats(row: dict) -> list[str]:
     return found
 
 
+def divided(row: dict) -> dict:
+    """The mode's and eager's figures a row's speedup divides (`speedup_mode_ms`, `speedup_eager_ms`); a result
+    from before the speedup kept them falls back to the pooled medians."""
+    if missing(row.get("speedup_mode_ms")):
+        return {"median_ms": row.get("median_ms"), "eager_ms": row.get("eager_beside_median_ms")}
+    return {"median_ms": row["speedup_mode_ms"], "eager_ms": row.get("speedup_eager_ms")}
+
+
 def answer(runs: pd.DataFrame, speedups: pd.DataFrame) -> list[dict]:
     """Page 1: per hardware and model, every mode with its median, the eager median its speedup divides by (eager
     timed beside it in its own process), the speedup with its interval, the verdict in words, the cold compile and
@@ -94,10 +102,7 @@ def answer(runs: pd.DataFrame, speedups: pd.DataFrame) -> list[dict]:
             row = {**run, **by_mode.get((hardware, model, run["mode"]), {})}
             verdict, why = verdict_in_words(row)
             interval = (row.get("speedup_ci95_low"), row.get("speedup_ci95_high"))
-            divided = {"median_ms": row.get("speedup_mode_ms"), "eager_ms": row.get("speedup_eager_ms")}
-            if missing(divided["median_ms"]):  # a result from before the speedup kept the figures it divides
-                divided = {"median_ms": row.get("median_ms"), "eager_ms": row.get("eager_beside_median_ms")}
-            rows.append({**_answer_row(row), **divided, "ci95": interval, "speedup": row.get("speedup"),
+            rows.append({**_answer_row(row), **divided(row), "ci95": interval, "speedup": row.get("speedup"),
                          "verdict": verdict, "why": why})  # fmt: skip
         answers.append({"hardware": hardware, "model": model, "rows": rows, "use": _best(rows)})
     return answers
@@ -217,9 +222,7 @@ def results_rows(runs: pd.DataFrame, speedups: pd.DataFrame, published: dict) ->
         row["published_median_ms"] = lookup.get(("median_ms", row["model"], row["mode"]))
         row["published_tokens_per_s"] = lookup.get(("tokens_per_s", row["model"], row["mode"]))
         row["published_compile_s"] = lookup.get(("compile_s", row["model"], row["mode"]))
-        row["eager_ms"] = speedup.get("speedup_eager_ms")
-        if missing(row["eager_ms"]):
-            row["eager_ms"] = speedup.get("eager_beside_median_ms")
+        row["eager_ms"] = divided({**row, **speedup})["eager_ms"]
         row["caveats"] = caveats({**row, **speedup})
         rows.append(row)
     order = {m: i for i, m in enumerate(ordered(r["mode"] for r in rows))}

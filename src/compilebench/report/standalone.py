@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from ..core.files import run_result_paths
-from ..core.layout import FIGURE_TABLES
+from ..core.layout import FIGURE_MANIFEST, FIGURE_TABLES
 from . import figures, paper, tables
 from .registry import TABLES, Sources, report_settings, table_names
 
@@ -43,7 +43,7 @@ def write_paper(
     seconds, begin = {}, time.perf_counter()
     drawn = figures.load_tables(*(table_paths[name] for name in FIGURE_TABLES))
     figure_dir = out_dir / "figures"
-    manifest = figure_dir / "figures.json"
+    manifest = figure_dir / Path(FIGURE_MANIFEST).name
     figures.render_all(drawn, lambda name: [figure_dir / f"{name}.svg", figure_dir / f"{name}.png"], manifest)
     seconds["figures"] = time.perf_counter() - begin
     paper_tables = {name: table_paths[name] for name in table_names(paper_only=True)}
