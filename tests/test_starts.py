@@ -163,11 +163,38 @@ def test_starts_are_set_per_mode_and_a_mode_that_does_not_compile_is_refused():
         "repeats": 2,
     }
     assert configuration.starts_plan(config, "resnet", "compile-max-autotune", "cpu") is None
-    assert configuration.planned(config).starts == plan.start_processes(["eager", "warm"], 2) == 1 + 1 + 4
+    assert configuration.planned(config).starts == plan.start_processes(["eager", "warm"], 2)[0] == 1 + 1 + 4
     with pytest.raises(ConfigError, match=r"`measure\.starts\.jit` names a mode that does not compile"):
         experiment(starts={"jit": ["cold"]})
     with pytest.raises(ConfigError, match=r"`measure\.starts` is invalid"):
         experiment(starts=["lukewarm"])
+
+
+def test_starts_that_could_never_run_are_refused_at_check_naming_measure_starts():
+    raw = tiny_config({"resnet": {**TINY_MODELS["resnet"], "modes": ["eager", "jit"]}})
+    raw["models"]["resnet"]["measure"] = {"starts": ["eager", "cold"]}
+    with pytest.raises(ConfigError, match=r"`models\.resnet\.measure\.starts` asks eager, cold starts, but no mode"):
+        configuration.validate(raw)
+    raw["models"]["resnet"]["measure"] = {}
+    raw["measure"]["starts"] = ["cold"]
+    with pytest.raises(ConfigError, match=r"`measure\.starts` asks cold starts, but no mode among any model's"):
+        configuration.validate(raw)
+    streamed = tiny_config()
+    streamed["models"] = {"resnet": {**TINY_MODELS["resnet"], "stream": {"batch_size": [1, 2]}}}
+    streamed["models"]["resnet"]["measure"] = {"starts": ["cold"]}
+    with pytest.raises(ConfigError, match=r"`models\.resnet\.measure\.starts` asks starts of a model with a `stream`"):
+        configuration.validate(streamed)
+
+
+def test_every_start_counts_toward_the_plans_time_bound_and_repeats_are_bounded():
+    few, _ = experiment(starts={"compile-default": ["cold"]}, start_repeats=2)
+    many, _ = experiment(starts={"compile-default": ["cold"]}, start_repeats=100)
+    added = configuration.planned(many).lower_bound_s - configuration.planned(few).lower_bound_s
+    assert added == pytest.approx(98 * (plan.START_FLOOR_S + plan.COMPILE_FLOOR_S))
+    with pytest.raises(ConfigError, match=r"`measure\.start_repeats` is invalid"):
+        experiment(starts=["cold"], start_repeats=1_000_000)
+    with pytest.raises(ConfigError, match=r"max_hours` is 0.01 hours, .* start processes"):
+        plan.check_max_hours(configuration.planned(many), 0.01)
 
 
 def test_starts_leave_the_experiment_and_its_fingerprint_alone():

@@ -20,7 +20,7 @@ class ExperimentPlan:
     processes: int  # measuring processes
     starts: int  # fresh processes that time a first call from the caches or the bundle, or a start on a path
     stream_calls: int  # a stream's calls, on each side, over all its passes
-    lower_bound_s: float  # timed phases and steady state that the settings ask, over all its processes
+    lower_bound_s: float  # timed phases and steady state that the settings ask, over all its processes, and its starts
 
 
 def timed_floor_s(measure: dict, eager: bool) -> float:
@@ -38,13 +38,22 @@ def paths_asked(measure: dict, mode: str) -> list[str]:
     return list(paths.get(mode, [])) if isinstance(paths, dict) else list(paths)
 
 
-def start_processes(paths: list[str], repeats: int) -> int:
-    """The fresh processes a starts job runs: one that reads torch's files into the machine's cache, one per
-    artifact it builds, a cold start for warm or artifacts starts to follow where no cold path is asked, and
-    `repeats` of each path."""
+# The least one fresh start takes on a path, whatever the machine: an interpreter that imports torch (eager, and
+# every path that loads what an earlier process made), and a compile besides (cold, and each artifact's build).
+START_FLOOR_S = 0.5
+COMPILE_FLOOR_S = 1.0
+COMPILING_PATHS = ("cold", "package", "precompiled")
+
+
+def start_processes(paths: list[str], repeats: int) -> tuple[int, float]:
+    """The fresh processes a starts job runs, and the seconds they take at the least: one that reads torch's files
+    into the machine's cache, one per artifact it builds, a cold start for warm or artifacts starts to follow where
+    no cold path is asked, and `repeats` of each path."""
     builds = sum(1 for path in ("package", "precompiled") if path in paths)
     seed = 1 if {"warm", "artifacts"} & set(paths) and "cold" not in paths else 0
-    return 1 + builds + seed + repeats * len(paths)
+    processes = 1 + builds + seed + repeats * len(paths)
+    compiles = builds + seed + repeats * sum(1 for path in paths if path in COMPILING_PATHS)
+    return processes, processes * START_FLOOR_S + compiles * COMPILE_FLOOR_S
 
 
 def stream_calls(stream: dict) -> int:
@@ -64,10 +73,11 @@ def experiment_plan(measure: dict, entry: dict, mode: str, settings: dict) -> Ex
     if measure["warm_start"] and settings["kind"] == "compile":
         one_cold = processes == 1 or measure.get("cold_processes")
         starts = (1 if one_cold else 0) + (1 if measure["bundle_start"] else 0)
+    floor = processes * timed_floor_s(measure, eager=mode == "eager")  # eager has no steady state to time
     paths = paths_asked(measure, mode)
     if paths and settings["kind"] in ("compile", "export"):
-        starts += start_processes(paths, measure.get("start_repeats", DEFAULT_START_REPEATS))
-    floor = processes * timed_floor_s(measure, eager=mode == "eager")  # eager has no steady state to time
+        count, seconds = start_processes(paths, measure.get("start_repeats", DEFAULT_START_REPEATS))
+        starts, floor = starts + count, floor + seconds
     return ExperimentPlan(processes, starts, 0, floor)
 
 
@@ -120,8 +130,9 @@ def check_max_hours(planned: RunPlan, max_hours: float | None, source: str = "Co
     if max_hours is not None and planned.lower_bound_s > max_hours * 3600:
         raise ConfigError(
             f"{source} is {max_hours:g} hours, but the config plans at least "
-            f"{_duration(planned.lower_bound_s)} of timing ({planned.processes} measuring processes): expected fewer "
-            "processes, models or modes, shorter measure settings, or a larger max_hours. " + planned.describe() + "."
+            f"{_duration(planned.lower_bound_s)} of timing ({planned.processes} measuring processes, {planned.starts} "
+            "start processes): expected fewer processes, starts (`measure.start_repeats`), models or modes, shorter "
+            "measure settings, or a larger max_hours. " + planned.describe() + "."
         )
 
 

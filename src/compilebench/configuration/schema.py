@@ -338,6 +338,18 @@ def _check_image(key: str, path: str) -> None:
         raise ConfigError(f"Config key `{key}` names {path!r}, which is not a readable image: {exc}.") from None
 
 
+def _compiling_anywhere(config: dict) -> list[str]:
+    """The compiling modes some model that is not a stream runs."""
+    definitions = modes.definitions(config)
+    return [
+        mode
+        for name, model in config["models"].items()
+        if not model.get("stream")
+        for mode in model_modes(config, name)
+        if definitions.get(mode, {}).get("kind") in modes.COMPILING_KINDS
+    ]
+
+
 def _check_context(key: str, model: dict) -> None:
     """Synthetic token ids plus new tokens must fit the context the architecture's config gives."""
     context = model.get("config", {}).get("max_position_embeddings")
@@ -353,13 +365,30 @@ def _check_context(key: str, model: dict) -> None:
 
 
 def check_starts(key: str, measure: dict, config: dict, model: str | None = None) -> None:
-    """A mapping of modes under `measure.starts` names compiling modes (of the model, where it is the model's)."""
+    """`measure.starts` asks starts that will run: a mapping names compiling modes (of the model, where it is the
+    model's), and a list reaches at least one compiling mode of a model that is not a stream."""
     starts = measure.get("starts")
-    if not isinstance(starts, dict):
+    if not starts:
         return
     definitions = modes.definitions(config)
     known = model_modes(config, model) if model else config["modes"]
     compiling = [m for m in known if definitions[m]["kind"] in modes.COMPILING_KINDS]
+    if model and config["models"][model].get("stream"):
+        raise ConfigError(
+            f"Config key `{key}.starts` asks starts of a model with a `stream`, whose calls are a sequence of shapes "
+            "with no one first output to time: expected no starts on this model (measure them on a model entry "
+            "without a stream)."
+        )
+    if not isinstance(starts, dict):
+        reached = compiling if model else _compiling_anywhere(config)
+        if not reached:
+            where = "the model's modes" if model else "any model's modes (streams take no starts)"
+            raise ConfigError(
+                f"Config key `{key}.starts` asks {', '.join(starts)} starts, but no mode among {where} compiles, so "
+                f"no start would run: expected a compiling mode ({', '.join(modes.COMPILING_KINDS)} kind) beside "
+                "it, or no starts."
+            )
+        return
     for mode in starts:
         if mode not in compiling:
             what = "a mode that does not compile" if mode in known else f"no mode {'of the model' if model else 'run'}"
