@@ -166,9 +166,24 @@ def get_run_identities(wildcards):
     }
 
 
+def get_start_identities(wildcards):
+    """What each starts record must carry to stand for its experiment's starts: its identity, paths and repeats."""
+    return {
+        layout.STARTS.format(hardware=h, model=m, mode=mode): {
+            **configuration.experiment(config, m, mode, h).identity(),
+            **configuration.starts_plan(config, m, mode, h),
+        }
+        for h, m, mode in benchmark_jobs()
+        if configuration.starts_plan(config, m, mode, h)
+    }
+
+
 def get_foreign_results(wildcards):
-    """Results on disk whose fingerprint is not their experiment's (normally none): read on every run."""
-    return foreign_results(get_run_identities(wildcards))
+    """Results and starts records on disk whose fingerprint is not their experiment's (normally none): read on
+    every run."""
+    return foreign_results(
+        {**get_run_identities(wildcards), **get_start_identities(wildcards)}
+    )
 
 
 def get_final_output():
@@ -227,6 +242,7 @@ def get_previous_results(wildcards):
 WORKFLOW_TABLE_PARAMS = {
     "expected": get_run_identities,
     "foreign": get_foreign_results,
+    "start_identities": get_start_identities,
     "downstream": get_final_output(),
 }
 
@@ -269,8 +285,12 @@ def table_caption(spec):
 
 
 def get_config_as_run():
-    """The config the paper prints; `strict` changes no output, so it reruns nothing."""
-    return {key: value for key, value in config.items() if key != "strict"}
+    """The config the paper prints; `strict` and `max_hours` change no output, so they rerun nothing."""
+    return {
+        key: value
+        for key, value in config.items()
+        if key not in ("strict", "max_hours")
+    }
 
 
 def get_command_line():

@@ -16,5 +16,6 @@ with logging_to(snakemake.log[0]):
         snakemake.input.get("caches", snakemake.output.get("caches")),
         reference=snakemake.input.reference,
         env_record=snakemake.input.env,
+        mode_checks=snakemake.input.get("mode_check", []),
         first=snakemake.input.get("first"),
     )

@@ -15,4 +15,5 @@ with logging_to(snakemake.log[0]):
         snakemake.output[0],
         reference=snakemake.input.reference,
         env_record=snakemake.input.env,
+        mode_checks=snakemake.input.get("mode_check", []),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +42,40 @@ EAGER_ALONE_FLAGGED = ("cpu", "resnet", "jit")  # the one whose eager, beside th
 FAULTING = ("cpu", "resnet", "compile-max-autotune")  # the one whose calls took 5,058 page faults each
 MEASURED_CEILINGS = {"tflops": {"float32": 0.2, "bfloat16": 0.05}, "memory_bandwidth_gbs": 20.0, "method": "torch.mm"}
 MODELS = {"resnet": ("image-classification", 20.0), "llama": ("text-generation", 50.0)}
+
+
+def resealed(record: Result, **changes) -> Result:
+    """`record` as the result of another experiment: `changes` (dotted keys of the experiment it records, such as
+    `spec.batch_size`) made to that experiment, and the header written again from it, fingerprint included."""
+    exp = copy.deepcopy(record["experiment"])
+    for dotted, value in changes.items():
+        *parents, last = dotted.split(".")
+        target = exp
+        for part in parents:
+            target = target[part]
+        target[last] = value
+    header = result_header(Experiment.from_json(exp), started_at=record["started_at"])
+    return {**record, **{k: v for k, v in header.items() if k not in ("status", "error")}}
+
+
+def scaled_latencies(record: Result, factor: float) -> Result:
+    """`record` with every timed call of the mode `factor` times as long, in the result and in each process."""
+    for timed in (record, *(record.get("processes") or [])):
+        if timed.get("latency_ms"):
+            timed["latency_ms"] = [x * factor for x in timed["latency_ms"]]
+    return record
+
+
+def with_its_process(record: Result) -> Result:
+    """An ok result measured in one process keeps that process's samples and figures under `processes`, as every
+    ok result the engine writes does."""
+    if record["status"] == "ok":
+        record["processes"] = [{k: v for k, v in record.items() if k in ONE_PROCESS}]
+    return record
+
+
+ONE_PROCESS = ("latency_ms", "eager_latency_ms", "speedup", "noise", "steady_state", "eager_alone", "machine",
+               "compile_s", "started_at", "finished_at")  # fmt: skip
 
 
 def synthetic_results(folder: Path, hardware=("cpu", "cpu-fast")) -> list[Path]:
@@ -158,7 +193,7 @@ def synthetic_results(folder: Path, hardware=("cpu", "cpu-fast")) -> list[Path]:
                                 for i in range(12)
                             ],
                         }
-                write_json(path, record)
+                write_json(path, with_its_process(record))
                 paths.append(path)
     return paths
 
@@ -194,7 +229,7 @@ def synthetic_sweep(folder: Path, batches=(1, 4, 16)) -> list[Path]:
             if mode != "eager":
                 record.update(speedup=speedup(eager, samples, resamples=200), eager_latency_ms=eager)
             path = folder / "runs" / "cpu" / point / f"{mode}.json"
-            write_json(path, record)
+            write_json(path, with_its_process(record))
             paths.append(path)
     return paths
 
@@ -211,5 +246,5 @@ def synthetic_starts(totals: dict[str, list[float]], **unsupported: str) -> dict
     for path, reason in unsupported.items():
         rows += [{"path": path, "repeat": k, "status": "unsupported", "reason": reason} for k in (1, 2, 3)]
     paths = [p for p in START_PATHS if p in totals or p in unsupported]
-    return {"hardware": "cpu", "model": "m", "mode": "compile-default", "paths": paths, "repeats": 3, "rows": rows,
-            "builds": {}}  # fmt: skip
+    return {"schema": 1, "hardware": "cpu", "model": "m", "mode": "compile-default", "experiment_sha256": "0" * 64,
+            "paths": paths, "repeats": 3, "rows": rows, "builds": {}}  # fmt: skip

@@ -14,14 +14,15 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers import TINY_MODELS, tiny_config, write_config
-from synthetic import synthetic_results, synthetic_starts
+from synthetic import resealed, scaled_latencies, synthetic_results, synthetic_starts
 
 from compilebench import cli
 from compilebench.analysis import comparisons, stats, summaries
 from compilebench.analysis.stats import Timed, paired
 from compilebench.configuration import config as configuration
 from compilebench.core import thresholds
-from compilebench.core.files import write_json
+from compilebench.core.files import samples_digest, write_json
+from compilebench.core.records import result_header
 from compilebench.parent import jobs
 
 
@@ -103,10 +104,7 @@ def test_the_geometric_mean_interval_holds_the_ratio_and_narrows_with_more_sampl
 def scaled_copy(source, dest, factor: float):
     shutil.copytree(source, dest)
     for path in dest.rglob("*.json"):
-        record = json.loads(path.read_text())
-        if record.get("latency_ms"):
-            record["latency_ms"] = [x * factor for x in record["latency_ms"]]
-        path.write_text(json.dumps(record))
+        path.write_text(json.dumps(scaled_latencies(json.loads(path.read_text()), factor)))
     return dest
 
 
@@ -193,9 +191,7 @@ def test_only_the_experiments_that_regressed_are_counted_and_fail_the_gate(tmp_p
     synthetic_results(tmp_path / "base" / "results")
     new = scaled_copy(tmp_path / "base", tmp_path / "new", 1.0)
     one = new / "results" / "runs" / "cpu" / "resnet" / "compile-default.json"
-    result = json.loads(one.read_text())
-    result["latency_ms"] = [1.3 * v for v in result["latency_ms"]]
-    one.write_text(json.dumps(result))
+    one.write_text(json.dumps(scaled_latencies(json.loads(one.read_text()), 1.3)))
     done = compilebench("compare", tmp_path / "base", new, "--fail-on-regression")
     assert done.returncode == 1
     flagged = [line for line in done.stdout.splitlines() if "REGRESSION" in line]
@@ -335,9 +331,9 @@ def test_processes_measured_with_another_torch_fail_the_experiment_naming_both_v
     exp = configuration.experiment(configuration.validate(raw), "resnet", "compile-default", "cpu")
     paths = []
     for k, torch_version in enumerate(("2.14.1", "2.13.0+cpu"), 1):
-        record = process_record(1.0, 1.0, rng)
-        record.update(experiment_sha256=exp.digest(), mode="compile-default", model="resnet")
+        record = {**process_record(1.0, 1.0, rng), **result_header(exp), "started_at": f"2026-12-03T10:0{k}:00+00:00"}
         record["environment"] = {"ran_on": {"torch": torch_version, "device_name": "CPU", "threads": 2}}
+        record["samples_sha256"] = samples_digest(record)  # as the worker writes it
         paths.append(tmp_path / f"{k}.json")
         write_json(paths[-1], record)
     result = summaries.result_job(exp, paths, tmp_path / "result.json")
@@ -417,7 +413,7 @@ def test_the_gate_fails_a_run_that_lost_an_experiment_and_refuses_runs_that_shar
     other = tmp_path / "other" / "results" / "runs" / "cpu-other"
     shutil.copytree(tmp_path / "base" / "results" / "runs" / "cpu", other)
     for path in other.rglob("*.json"):
-        path.write_text(json.dumps({**json.loads(path.read_text()), "hardware": "cpu-other"}))
+        path.write_text(json.dumps(resealed(json.loads(path.read_text()), hardware="cpu-other")))
     shutil.rmtree(new / "results" / "runs")
     shutil.copytree(tmp_path / "other" / "results" / "runs", new / "results" / "runs")
     done = compilebench("compare", tmp_path / "base", new, "--fail-on-regression")
@@ -432,18 +428,18 @@ def test_a_pair_whose_experiments_differ_is_not_comparable_and_the_environments_
     new = scaled_copy(tmp_path / "base", tmp_path / "new", 1.0)
     runs = new / "results" / "runs" / "cpu" / "resnet"
     bigger = json.loads((runs / "jit.json").read_text())
-    bigger.update(batch_size=64, experiment_sha256="f" * 64)
-    (runs / "jit.json").write_text(json.dumps(bigger))
-    longer = json.loads((runs / "eager.json").read_text())
-    longer.update(experiment_sha256="e" * 64, measure={**longer["measure"], "iterations": 300})
+    (runs / "jit.json").write_text(json.dumps(resealed(bigger, **{"spec.batch_size": 64})))
+    longer = resealed(json.loads((runs / "eager.json").read_text()), **{"measure.iterations": 300})
     (runs / "eager.json").write_text(json.dumps(longer))
     quantized = json.loads((runs / "compile-default.json").read_text())  # a key the other side lacks, not a match
-    quantized.update(experiment_sha256="d" * 64, measure={**quantized["measure"], "iterations": 300})
-    quantized["mode_settings"] = {**quantized["mode_settings"], "quantize": {"method": "int8_weight_only"}}
+    quantized = resealed(
+        quantized,
+        **{"measure.iterations": 300, "mode_settings.quantize": {"method": "int8_weight_only", "min_cosine": 0.98}},
+    )
     (runs / "compile-default.json").write_text(json.dumps(quantized))
     unrecorded = json.loads((runs / "compile-max-autotune.json").read_text())  # as a result of an earlier version
-    unrecorded.update(experiment_sha256="c" * 64, measure={**unrecorded["measure"], "iterations": 300})
-    del unrecorded["spec"]
+    unrecorded = resealed(unrecorded, **{"measure.iterations": 300})
+    del unrecorded["spec"], unrecorded["experiment"]
     (runs / "compile-max-autotune.json").write_text(json.dumps(unrecorded))
     for path in new.rglob("*.json"):
         result = json.loads(path.read_text())
@@ -474,6 +470,7 @@ def test_compare_gates_compile_time_and_graph_breaks_and_a_run_against_itself_pa
     (tmp_path / "base" / one).write_text(json.dumps(base))
     new = scaled_copy(tmp_path / "base", tmp_path / "new", 1.0)
     doctored = {**base, "compile_s": 1.5 * base["compile_s"]}
+    doctored["processes"] = [{**base["processes"][0], "compile_s": doctored["compile_s"]}]
     doctored["compile_warm_samples_s"] = [1.5 * x for x in base["compile_warm_samples_s"]]
     doctored["compiler"] = {**base["compiler"], "graph_breaks": 1, "graph_break_reasons": {"data-dependent branch": 1}}
     (new / one).write_text(json.dumps(doctored))

@@ -6,15 +6,20 @@ import json
 import os
 import pwd
 import re
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 import yaml
-from helpers import tiny_config
+from helpers import planned_outputs, tiny_config
 
 from compilebench import cli
+from compilebench.analysis import run_folders, summaries
 from compilebench.configuration import config as configuration
+from compilebench.core import files
 from compilebench.core.errors import UserError
+from compilebench.parent import jobs
 from compilebench.worker import runner
 
 as_root = pytest.mark.skipif(os.getuid() != 0, reason="giving a folder to another user needs root")
@@ -94,3 +99,122 @@ def test_a_yaml_alias_bomb_is_refused_at_once_naming_the_file(tmp_path):
     assert time.perf_counter() - started < 10
     with pytest.raises(configuration.ConfigError, match="The config expands"):  # as Snakemake hands it over
         configuration.validate(yaml.safe_load(bomb.read_text()))
+
+
+def _records_of(project, name="cpu/llama/eager"):
+    """The shared run's process records of one experiment, and that experiment."""
+    config = configuration.validate(yaml.safe_load((project / "config" / "config.yaml").read_text()))
+    hardware, model, mode = name.split("/")
+    exp = configuration.experiment(config, model, mode, hardware)
+    return exp, sorted((project / "results" / "processes" / name).glob("[0-9].json"))
+
+
+@pytest.mark.parametrize(
+    "damage, said",
+    [
+        (lambda r, other: '{"status": "ok", "latency', "cannot be read (JSONDecodeError"),
+        (lambda r, other: {**r, "latency_ms": [float("nan"), *r["latency_ms"][1:]]}, "nan among its samples"),
+        (lambda r, other: {**r, "eager_latency_ms": [-1.0, *r["eager_latency_ms"][1:]]}, "-1.0 among its samples"),
+        (lambda r, other: {**r, "latency_ms": [x / 2 for x in r["latency_ms"]]}, "do not match the digest"),
+        (lambda r, other: {**other, "mode": r["mode"]}, "experiment_sha256"),
+        (lambda r, other: {**r, "schema": 7}, "schema 7"),
+        (lambda r, other: other, "is not the process record of the experiment it stands for"),
+    ],
+    ids=["truncated", "nan", "negative", "edited", "another-experiment", "schema", "copied"],
+)
+def test_a_damaged_process_record_is_refused_named_and_moved_aside_never_summarised(finished, tmp_path, damage, said):
+    project = finished[0]
+    exp, (first, second) = _records_of(project)
+    other = json.loads(sorted((project / "results/processes/cpu/llama/compile-default").glob("1.json"))[0].read_text())
+    kept = tmp_path / "1.json"
+    kept.write_bytes(first.read_bytes())
+    damaged = tmp_path / "2.json"
+    written = damage(json.loads(second.read_text()), other)
+    damaged.write_text(written if isinstance(written, str) else json.dumps(written))
+    result = summaries.result_job(exp, [kept, damaged], tmp_path / "result.json")
+    assert result["status"] == "failed" and str(damaged) in result["error"]["message"]
+    assert said in result["error"]["message"] and "measure those processes again" in result["error"]["message"]
+    assert not damaged.exists() and (tmp_path / "2.json.rejected").exists() and kept.exists()
+    assert json.loads((tmp_path / "result.json").read_text())["status"] == "failed"
+
+
+def test_the_same_record_twice_is_one_process_not_two(finished, tmp_path):
+    exp, (first, _) = _records_of(finished[0])
+    one, copy = tmp_path / "1.json", tmp_path / "2.json"
+    one.write_bytes(first.read_bytes())
+    copy.write_bytes(first.read_bytes())
+    result = summaries.result_job(exp, [one, copy], tmp_path / "result.json")
+    assert result["status"] == "failed" and f"{copy} holds the same samples as {one}" in result["error"]["message"]
+
+
+def test_a_refused_process_record_is_measured_again_by_the_next_run(finished):
+    project = finished[0]
+    record = project / "results/processes/cpu/llama/eager/2.json"
+    aside = record.with_name("2.json.rejected")
+    record.replace(aside)  # as the result job leaves it
+    try:
+        planned = planned_outputs(project)
+    finally:
+        aside.replace(record)
+    assert {"results/processes/cpu/llama/eager/2.json", "results/runs/cpu/llama/eager.json"} <= planned
+
+
+def test_a_starts_record_is_held_to_what_a_result_is(finished, tmp_path):
+    project = finished[0]
+    source = project / "results/starts/cpu/resnet/compile-default.json"
+    good = json.loads(source.read_text())
+    expected = {k: good[k] for k in ("hardware", "model", "mode", "experiment_sha256", "paths", "repeats")}
+    eager = json.loads((project / "results/runs/cpu/resnet/eager.json").read_text())
+    rows = good["rows"]
+    cases = {
+        "foreign": ({**good, "experiment_sha256": eager["experiment_sha256"], "mode": "eager"}, "experiment_sha256"),
+        "schema": ({**good, "schema": 7}, "schema 7"),
+        "negative": ({**good, "rows": [{**rows[1], "total_s": -100}, *rows[2:]]}, "total_s -100"),
+        "nan": ({**good, "rows": [{**rows[1], "total_s": float("nan")}, *rows[2:]]}, "total_s nan"),
+        "plan": ({**good, "repeats": 9}, "repeats is 9 where the config asks 1"),
+    }
+    downstream = tmp_path / "paper.pdf"
+    for name, (record, said) in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(record))
+        downstream.write_text("rests on it")
+        with pytest.raises(files.BadResult, match=re.escape(said)) as refused:
+            files.read_starts([path], {str(path): expected}, downstream=[downstream])
+        assert str(path) in str(refused.value) and "run the same command again" in str(refused.value)
+        assert not path.exists() and path.with_name(f"{name}.json.rejected").exists() and not downstream.exists()
+    assert files.read_starts([source], {str(source): expected}) == [good]
+
+
+def test_compare_reads_a_run_through_the_checks_the_tables_use(finished, tmp_path):
+    project = finished[0]
+    runs = tmp_path / "run" / "results" / "runs" / "cpu" / "resnet"
+    runs.mkdir(parents=True)
+    result = json.loads((project / "results/runs/cpu/resnet/jit.json").read_text())
+    (runs / "jit.json").write_text(json.dumps({**result, "batch_size": 64}))  # its fingerprint kept
+    with pytest.raises(files.BadResult, match=r"batch_size is 64 where its own `experiment` asks"):
+        run_folders.run_results(tmp_path / "run")
+    (runs / "jit.json").write_text(json.dumps({k: v for k, v in result.items() if k != "processes"}))
+    with pytest.raises(files.BadResult, match=r"its `processes` is None"):
+        run_folders.run_results(tmp_path / "run")
+    (runs / "jit.json").write_text(json.dumps(result))
+    assert run_folders.run_results(tmp_path / "run")[("cpu", "resnet", "jit")] == result
+    starts = tmp_path / "run" / "results" / "starts" / "cpu" / "resnet" / "compile-default.json"
+    starts.parent.mkdir(parents=True)
+    starts.write_bytes((project / "results/starts/cpu/resnet/compile-default.json").read_bytes())
+    default = json.loads((project / "results/runs/cpu/resnet/compile-default.json").read_text())
+    (runs / "compile-default.json").write_text(json.dumps(default))
+    assert run_folders.run_results(tmp_path / "run")[("cpu", "resnet", "compile-default")]["start_rows"]
+    (runs / "jit.json").replace(runs / "compile-default.json")  # jit's result where compile-default's starts lie
+    with pytest.raises(files.BadResult, match=r"compile-default.json is not the starts record"):
+        run_folders.run_results(tmp_path / "run")
+
+
+def test_a_killed_jobs_scratch_folder_is_removed_by_the_next_job(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    stale = tmp_path / "compilebench-starts-999999999-x1"  # no process has this id
+    live = tmp_path / f"compilebench-starts-{os.getpid()}-x2"
+    stale.mkdir()
+    live.mkdir()
+    with jobs.scratch_folder("compilebench-starts-") as scratch:
+        assert Path(scratch).name.startswith(f"compilebench-starts-{os.getpid()}-")
+    assert not stale.exists() and live.exists()

@@ -11,7 +11,7 @@ from synthetic import synthetic_results
 
 from compilebench.analysis import levels, summaries
 from compilebench.configuration import config as configuration
-from compilebench.core import layout, supervise
+from compilebench.core import files, layout, supervise
 from compilebench.parent import jobs
 from compilebench.report import speedup_tables, tables
 
@@ -124,6 +124,7 @@ def test_a_process_whose_level_moved_is_set_aside_and_measured_again(tmp_path, m
         if len(attempts) == 1 and written["status"] == "ok":
             series = written["latency_ms"]
             written["latency_ms"] = stepped(series, len(series) // 3, 1.7)
+            written["samples_sha256"] = files.samples_digest(written)  # as a worker that saw the step writes it
             open(request.out, "w").write(json.dumps(written))
         return code
 

@@ -15,7 +15,7 @@ from compilebench.configuration import config as configuration
 from compilebench.configuration import yaml_files
 from compilebench.core import thresholds
 from compilebench.core.errors import ConfigError, UserError
-from compilebench.core.files import read_json
+from compilebench.core.files import failure_of, read_json
 from compilebench.parent.jobs import mode_check_job
 from compilebench.worker import regions
 
@@ -93,11 +93,10 @@ def test_a_model_without_a_repeated_stack_is_refused_in_the_mode_check_with_its_
     vit = experiment("vit", "c-regional")
     models = {"alexnet": exp.spec.to_json(), "vit": vit.spec.to_json()}
     out = tmp_path / "check.json"
-    with pytest.raises(UserError) as refused:
-        mode_check_job("c-regional", exp.mode_settings.to_json(), {"device": "cpu"}, out, models)
-    message = str(refused.value)
+    refused = mode_check_job("c-regional", exp.mode_settings.to_json(), {"device": "cpu"}, out, models)
+    message = refused["error"]["message"]  # the experiment's jobs write it as their failed result
     assert "`mode_definitions.c-regional.compile.regional`" in message and "`models.alexnet`" in message
-    assert "has none" in message and not out.exists()
+    assert "has none" in message and failure_of(out) == refused["error"]
     record = mode_check_job("c-regional", vit.mode_settings.to_json(), {"device": "cpu"}, out, {"vit": models["vit"]})
     assert record["regions"]["vit"]["path"] == "vit.layers" and read_json(out) == record
 
@@ -112,10 +111,22 @@ def test_the_workflow_checks_each_model_of_a_regional_mode_before_measuring_it(t
     )
     raw["modes"] = ["eager", "c-regional"]
     project = copy_project(tmp_path, raw)
-    done = snakemake(project, "results/runs/cpu/alexnet/c-regional.json", check=False)
-    assert done.returncode != 0
-    assert "`mode_definitions.c-regional.compile.regional`" in done.stderr and "`models.alexnet`" in done.stderr
-    assert "rule region_check:" in done.stdout + done.stderr and "rule benchmark_cold_process:" not in done.stderr
+    done = snakemake(project, "results/runs/cpu/alexnet/c-regional.json")  # a failed result, not a stopped run
+    assert "rule region_check:" in done.stdout + done.stderr and "Traceback" not in done.stderr
+    result = read_json(project / "results/runs/cpu/alexnet/c-regional.json")
+    message = result["error"]["message"]
+    assert result["status"] == "failed" and message.startswith("the check of mode `c-regional` on `alexnet` failed")
+    assert "`mode_definitions.c-regional.compile.regional`" in message and "`models.alexnet`" in message
+    assert "latency_ms" not in read_json(project / "results/processes/cpu/alexnet/c-regional/1.json")  # never measured
+
+
+def test_a_regional_path_that_could_name_no_submodule_is_refused_at_check():
+    for path in ("__class__", "vit.__dict__"):
+        raw = tiny_config(
+            {"vit": TINY_MODELS["vit"]}, mode_definitions={"c": {"kind": "compile", "compile": {"regional": path}}}
+        )
+        with pytest.raises(ConfigError, match=r"`mode_definitions.c.compile.regional`"):
+            configuration.validate(raw)
 
 
 def test_depth_sweeps_set_the_architecture_and_apply_to_transformers_models_with_random_weights():

@@ -438,6 +438,8 @@ def test_a_comment_or_docstring_edit_in_a_worker_module_plans_nothing(finished):
     assert reworded != text
     with edited(source, reworded.replace("import math\n", "import math  # for ceil\n", 1)):
         assert planned_outputs(project) == set(), DRY_RUNS[-1][-3000:]
+    # Nor does a time bound that the run fits either way: it changes no output.
+    assert planned_outputs(project, "--config", "max_hours=40") == set(), DRY_RUNS[-1][-3000:]
 
 
 def test_a_report_side_code_edit_measures_nothing(finished):

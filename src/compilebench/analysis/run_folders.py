@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.errors import UserError
-from ..core.files import read_json, read_result, run_result_paths
+from ..core.files import read_result, read_starts_record, run_result_paths
 
 
 def run_results(folder: str | Path) -> dict[tuple[str, str, str], dict]:
@@ -19,16 +19,18 @@ def run_results(folder: str | Path) -> dict[tuple[str, str, str], dict]:
     return by_experiment(_with_start_rows(read_result(path), path) for path in paths)
 
 
+IDENTITY = ("hardware", "model", "mode", "experiment_sha256")
+
+
 def _with_start_rows(result: dict, path: Path) -> dict:
     """The result with its experiment's starts (results/starts/…, beside results/runs/…) under `start_rows`, where
-    its run timed them: `compare` gates cold and warm starts on them."""
+    its run timed them, read as the starts tables read them: `compare` gates cold and warm starts on them."""
     hardware, model, mode = path.parts[-3], path.parts[-2], path.stem
     starts = path.parents[3] / "starts" / hardware / model / f"{mode}.json"
-    if starts.is_file():
-        record = read_json(starts)
-        if record.get("experiment_sha256") == result.get("experiment_sha256"):
-            return {**result, "start_rows": record["rows"]}
-    return result
+    if not starts.is_file():
+        return result
+    record = read_starts_record(starts, {key: result[key] for key in IDENTITY})
+    return {**result, "start_rows": record["rows"]}
 
 
 def by_experiment(results) -> dict[tuple[str, str, str], dict]:

@@ -23,15 +23,22 @@ import numpy as np
 from ..core import layout
 from ..core.errors import UserError
 from ..core.experiment import Experiment
-from ..core.files import read_json, write_json
-from ..core.records import START_PARTS, ProcessRecord, Result, now, result_header
+from ..core.files import BadRecord, read_json, read_process_record, write_json
+from ..core.records import START_PARTS, ProcessRecord, Result, identity, now, result_header
 from ..core.thresholds import FAULTS_PER_CALL
 from . import levels, stats
 
 log = logging.getLogger(__name__)
 
 # What a process record holds that its result states otherwise (pooled, or summarized under another key).
-RAW_ONLY = ("twin_latency_ms", "alone_latency_ms", "alone_calls", "eager_alone_latency_ms", "generations")
+RAW_ONLY = (
+    "twin_latency_ms",
+    "alone_latency_ms",
+    "alone_calls",
+    "eager_alone_latency_ms",
+    "generations",
+    "samples_sha256",
+)
 # What every process of one experiment must share for its samples to be pooled: the experiment, and the torch,
 # device and thread count the process itself ran with (`environment.ran_on`).
 MUST_AGREE = ("experiment_sha256",)
@@ -46,7 +53,13 @@ def result_job(exp: Experiment, process_records: list[str | Path], out: str | Pa
     """An experiment's result from the records of its processes, in order: the first one's status where it was not
     ok; else the ok ones together, each later one that failed or ran out of time noted, and the result resting on
     the others."""
-    records = [read_json(path) for path in process_records]
+    try:
+        records = read_process_records(exp, process_records)
+    except BadRecord as refused:  # never summarised: the next run measures those processes again
+        log.error("%s", refused)
+        result = {**result_header(exp, "failed", str(refused)), "finished_at": now()}
+        write_json(out, result)
+        return result
     first, wanted = records[0], len(records)
     notes = None
     finished = [first]
@@ -74,6 +87,35 @@ def result_job(exp: Experiment, process_records: list[str | Path], out: str | Pa
     log.info("%s: %s, from %d of %d process(es)", exp.name, result["status"], counted, wanted)
     write_json(out, result)
     return result
+
+
+def read_process_records(exp: Experiment, paths: list[str | Path]) -> list[ProcessRecord]:
+    """The records of `exp`'s processes, each read against its schema, `exp`'s identity and its own digest, and no
+    two the same process; else `BadRecord` naming each bad file and what was wrong, each moved aside (to
+    `NAME.rejected`) so that the next run measures that process again."""
+    expected = identity(exp)
+    records, problems, seen = [], {}, {}
+    for path in paths:
+        try:
+            record = read_process_record(path, expected)
+        except BadRecord as bad:
+            problems[path] = str(bad)
+            continue
+        digest = record.get("samples_sha256")
+        if digest and digest in seen:
+            problems[path] = f"{path} holds the same samples as {seen[digest]}: one process, counted once"
+            continue
+        seen[digest] = path
+        records.append(record)
+    if not problems:
+        return records
+    for path in problems:
+        Path(path).replace(f"{path}.rejected")
+    raise BadRecord(
+        f"Refused {len(problems)} process record(s) of {exp.hardware}/{exp.model}/{exp.mode}: "
+        f"{'; '.join(problems.values())}. Each was moved aside to NAME.rejected and is not summarised: run the same "
+        "command again to measure those processes again."
+    )
 
 
 def level_fields(paths: list[str | Path], records: list[ProcessRecord]) -> dict:

@@ -12,7 +12,19 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .records import OK_KEYS, REQUIRED_KEYS, RESULT_KEYS, SCHEMA_VERSION, SUPPORTED_SCHEMAS, ErrorInfo, Result
+from .experiment import Experiment
+from .records import (
+    OK_KEYS,
+    REQUIRED_KEYS,
+    RESULT_KEYS,
+    SCHEMA_VERSION,
+    STATUSES,
+    SUPPORTED_SCHEMAS,
+    ErrorInfo,
+    ProcessRecord,
+    Result,
+    identity,
+)
 
 
 def _plain(value: Any) -> Any:
@@ -92,18 +104,45 @@ def read_result(path: str | Path, expected: dict[str, Any] | None = None) -> Res
         record = read_json(path)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadResult(f"{path} cannot be read ({type(exc).__name__}: {exc})") from None
-    if problem := _shape_problem(record):
+    if (
+        problem := _shape_problem(record)
+        or _identity_problem(record, expected, "result")
+        or _fingerprint_problem(record)
+    ):
         raise BadResult(f"{path} {problem}")
-    differs = [key for key, value in (expected or {}).items() if key in record and record[key] != value]
-    if differs:
-        found = "/".join(str(record[k]) for k in ("hardware", "model", "mode"))
-        settings = [k for k in differs if _scalar(record[k]) and _scalar(expected[k])]
-        values = "".join(f"; {k} is {record[k]!r} where the config asks {expected[k]!r}" for k in settings)
-        raise BadResult(
-            f"{path} is not the result of the experiment it stands for (it records {found}, and its "
-            f"{', '.join(differs)} differ{'s' if len(differs) == 1 else ''} from what the config asks{values})"
-        )
     return record
+
+
+def _fingerprint_problem(record: dict) -> str | None:
+    """Why a record's settings are not those of the experiment its fingerprint digests (edited after it was
+    written), or None: a run read without its config (`compare`) is checked as the runs table checks it. A result
+    of a compilebench that did not record its experiment has only its fingerprint to go by."""
+    if "experiment" not in record:
+        return None
+    try:
+        exp = Experiment.from_json(record["experiment"])
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:
+        return f"holds an `experiment` that is not one ({type(exc).__name__}: {exc})"
+    if exp.digest() != record["experiment_sha256"]:
+        return "holds an `experiment` whose digest is not its `experiment_sha256`: it was edited after it was written"
+    return _identity_problem(record, identity(exp), "result", "its own `experiment`")
+
+
+def _identity_problem(
+    record: dict, expected: dict[str, Any] | None, what: str, source: str = "the config"
+) -> str | None:
+    """Why `record` does not stand for the experiment whose identity (`records.identity`) `source` gives as
+    `expected`, or None."""
+    differs = [key for key, value in (expected or {}).items() if key in record and record[key] != value]
+    if not differs:
+        return None
+    found = "/".join(str(record[k]) for k in ("hardware", "model", "mode"))
+    settings = [k for k in differs if _scalar(record[k]) and _scalar(expected[k])]
+    values = "".join(f"; {k} is {record[k]!r} where {source} asks {expected[k]!r}" for k in settings)
+    return (
+        f"is not the {what} of the experiment it stands for (it records {found}, and its "
+        f"{', '.join(differs)} differ{'s' if len(differs) == 1 else ''} from what {source} asks{values})"
+    )
 
 
 def _scalar(value: Any) -> bool:
@@ -131,7 +170,7 @@ def _shape_problem(record: Any) -> str | None:
     missing = sorted(OK_KEYS - set(record))
     if missing:
         return f"is `ok` but lacks {', '.join(missing)}, which every ok result has"
-    processes = record.get("processes", [None])
+    processes = record.get("processes")
     if not isinstance(processes, list) or (not processes and not record.get("stream")):
         return f"is `ok` but its `processes` is {processes!r}: expected one entry per measuring process"
     return _samples_problem(record)
@@ -143,19 +182,66 @@ def foreign_results(expected: dict[str, dict[str, str]]) -> dict[str, str]:
     takes it as a parameter, so that such a file makes it rerun and refuse the file even when the file kept an
     old mtime (as `cp -p`, `rsync -a` or `tar` leave it)."""
     foreign = {}
-    for path, identity in expected.items():
+    for path, wanted in expected.items():
         if not Path(path).exists():
             continue
         try:
             found = read_json(path).get("experiment_sha256")
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
             found = "unreadable"
-        if found != identity["experiment_sha256"]:
+        if found != wanted["experiment_sha256"]:
             foreign[path] = str(found)
     return foreign
 
 
-TIMED_SAMPLES = ("latency_ms", "eager_latency_ms")
+# Every timed series a result or a process record holds; a result keeps the first two.
+TIMED_SAMPLES = ("latency_ms", "eager_latency_ms", "twin_latency_ms", "alone_latency_ms", "eager_alone_latency_ms")
+# What a measuring process measured, as its worker wrote it: `samples_sha256` is the digest of these.
+MEASURED_KEYS = ("started_at", *TIMED_SAMPLES, "alone_calls", "warmup_ms", "stream", "generations")
+
+
+def samples_digest(record: dict) -> str:
+    """The digest of what a process measured (`MEASURED_KEYS`), as JSON writes it: a record whose samples were
+    edited after its worker wrote them no longer matches its `samples_sha256`."""
+    measured = _plain({key: record.get(key) for key in MEASURED_KEYS})
+    return hashlib.sha256(json.dumps(measured, sort_keys=True).encode()).hexdigest()
+
+
+class BadRecord(UserError):
+    """A measuring process's record that cannot be summarised as what it says it is."""
+
+
+def read_process_record(path: str | Path, expected: dict[str, Any]) -> ProcessRecord:
+    """A measuring process's record, refused (`BadRecord`, the file named) when it does not parse, is not of this
+    compilebench's schema, stands for another experiment or other settings than `expected` (`records.identity`),
+    or, `ok`, holds a timed sample that is not a finite number above zero or samples that do not match the digest
+    its worker wrote."""
+    try:
+        record = read_json(path)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadRecord(f"{path} cannot be read ({type(exc).__name__}: {exc})") from None
+    if problem := _record_problem(record) or _identity_problem(record, expected, "process record"):
+        raise BadRecord(f"{path} {problem}")
+    return record
+
+
+def _record_problem(record: Any) -> str | None:
+    if not isinstance(record, dict):
+        return f"holds a JSON {type(record).__name__}, not a process record"
+    missing = sorted(REQUIRED_KEYS - set(record))
+    if missing:
+        return f"lacks {', '.join(missing)}, which every process record has"
+    if record["schema"] != SCHEMA_VERSION:
+        return f"is of schema {record['schema']!r}: this compilebench writes process records of schema {SCHEMA_VERSION}"
+    if record["status"] not in STATUSES:
+        return f"has status {record['status']!r}: expected one of {', '.join(STATUSES)}"
+    if record["status"] != "ok":
+        return None
+    if problem := _samples_problem(record):
+        return problem
+    if record.get("samples_sha256") != samples_digest(record):
+        return "holds samples that do not match the digest its measuring process wrote (`samples_sha256`)"
+    return None
 
 
 def _samples_problem(record: dict) -> str | None:
@@ -185,10 +271,22 @@ def read_results(
     """Every result, or one error naming each bad file. The bad ones are moved aside (to `NAME.rejected`) and the
     `downstream` outputs that rest on them are removed: Snakemake redoes a missing result only when something
     that needs it is missing too, so the next run then redoes just those experiments and what follows."""
-    results, problems = [], []
+    return _read_checked(paths, read_result, expected, downstream, "result", "experiments")
+
+
+def read_starts(
+    paths: list[str | Path], expected: dict[str, dict[str, Any]] | None = None, downstream: list[str | Path] = ()
+) -> list[dict]:
+    """Every starts record, held to what results are: one error naming each bad file, moved aside as a bad result
+    is, so that the next run times those starts again."""
+    return _read_checked(paths, read_starts_record, expected, downstream, "starts", "starts")
+
+
+def _read_checked(paths, read_one, expected, downstream, what: str, redone: str) -> list[dict]:
+    records, problems = [], []
     for path in paths:
         try:
-            results.append(read_result(path, (expected or {}).get(str(path))))
+            records.append(read_one(path, (expected or {}).get(str(path))))
         except BadResult as bad:
             problems.append(str(bad))
             with contextlib.suppress(FileNotFoundError):
@@ -198,10 +296,58 @@ def read_results(
             Path(output).unlink(missing_ok=True)
         removed = f" and {', '.join(map(str, downstream))} removed" if downstream else ""
         raise BadResult(
-            f"Refused {len(problems)} result file(s): {'; '.join(problems)}. Each was moved aside to NAME.rejected"
-            f"{removed}: run the same command again to redo those experiments (and only those)."
+            f"Refused {len(problems)} {what} file(s): {'; '.join(problems)}. Each was moved aside to NAME.rejected"
+            f"{removed}: run the same command again to redo those {redone} (and only those)."
         )
-    return results
+    return records
+
+
+STARTS_SCHEMA = 1
+STARTS_KEYS = ("schema", "hardware", "model", "mode", "experiment_sha256", "paths", "repeats", "rows")
+
+
+def read_starts_record(path: str | Path, expected: dict[str, Any] | None = None) -> dict:
+    """A starts job's record, refused (the file named) when it does not parse, is not of this compilebench's
+    schema or shape, stands for another experiment or plan than `expected` (its identity, `paths` and
+    `repeats`), or holds an ok start whose times are not finite and above zero."""
+    try:
+        record = read_json(path)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadResult(f"{path} cannot be read ({type(exc).__name__}: {exc})") from None
+    if problem := _starts_problem(record) or _identity_problem(record, expected, "starts record"):
+        raise BadResult(f"{path} {problem}")
+    return record
+
+
+def _starts_problem(record: Any) -> str | None:
+    if not isinstance(record, dict):
+        return f"holds a JSON {type(record).__name__}, not a starts record"
+    missing = [key for key in STARTS_KEYS if key not in record]
+    if missing:
+        return f"lacks {', '.join(missing)}, which every starts record has"
+    if record["schema"] != STARTS_SCHEMA:
+        return f"is of schema {record['schema']!r}: this compilebench writes starts records of schema {STARTS_SCHEMA}"
+    if not isinstance(record["rows"], list) or not all(isinstance(r, dict) for r in record["rows"]):
+        return "holds `rows` that are not a list of starts"
+    for k, row in enumerate(record["rows"], 1):
+        if row.get("path") not in record["paths"] or row.get("status") not in STATUSES:
+            return (
+                f"holds start {k} on path {row.get('path')!r} with status {row.get('status')!r}: expected a path of "
+                f"{record['paths']} and one of {', '.join(STATUSES)}"
+            )
+        if row["status"] != "ok":
+            continue
+        times = {"total_s": row.get("total_s"), **(row.get("parts") or {})}
+        bad = {key: value for key, value in times.items() if value is not None and not _time(value, key)}
+        if bad or not _positive_number(row.get("total_s")):
+            key, value = next(iter(bad.items())) if bad else ("total_s", row.get("total_s"))
+            return f"holds start {k} ({row['path']}) with {key} {value!r}: expected finite seconds above 0"
+    return None
+
+
+def _time(value, key: str) -> bool:
+    """A start's part may take no time (a path with nothing to load); its total takes some."""
+    return _positive_number(value) or (key != "total_s" and value == 0)
 
 
 def sha256_of(path: Path) -> str:

@@ -72,6 +72,7 @@ class _Measured(ResultHeader, total=False):
     get that far)."""
 
     spec: dict[str, Any]  # ModelSpec.to_json: the model's settings, for telling two runs' experiments apart
+    experiment: dict[str, Any]  # Experiment.to_json of what the job measured, which experiment_sha256 digests
     finished_at: str
     environment: dict[str, Any]  # env.summary of the environment record, and `ran_on`: where this process ran
     compile_s: float  # cold: the first call, after what preparation counts (jit scripting; export and package build)
@@ -111,6 +112,7 @@ class ProcessRecord(_Measured, total=False):
     eager_alone_latency_ms: list[float]  # a non-eager mode's process: eager timed alone before the mode is built
     generations: dict[str, Any]  # text generation: new_tokens, and the timed generations' ms per token
     cache_replaced: dict[str, Any]  # a later process that failed on process 1's caches compiled cold: why
+    samples_sha256: str  # files.samples_digest of what the process measured, as its worker wrote it
 
 
 class Result(_Measured, total=False):
@@ -259,6 +261,7 @@ def result_header(
         "mode_settings": exp.mode_settings.to_json(),
         "hardware": exp.hardware,
         "experiment_sha256": exp.digest(),
+        "experiment": exp.to_json(),
         "device": exp.device,
         "task": spec.task,
         "dtype": spec.dtype,

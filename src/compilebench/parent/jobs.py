@@ -93,7 +93,8 @@ def mode_check_job(mode: str, settings: dict, entry: dict, out: str | Path, mode
     a regional mode's repeated stack in each of `models` (name to ModelSpec JSON) too.
 
     A setting that torch does not know fails this job, naming the config key: no benchmark runs a mode it
-    would silently misread."""
+    would silently misread. A model without the stack a regional mode names is that model's experiment failing:
+    the check's record says why, and the experiment's jobs write it as their `failed` result."""
     die_with_snakemake()
     apply_hardware(entry.get("env", {}), entry.get("threads"))
     Path(out).unlink(missing_ok=True)
@@ -102,9 +103,24 @@ def mode_check_job(mode: str, settings: dict, entry: dict, out: str | Path, mode
     if returncode != 0 or not Path(out).exists():
         raise UserError(f"The check of mode `{mode}`: the checking process {death(returncode)}.")
     if error := failure_of(out):
+        if models:
+            log.error("%s", error["message"])
+            return read_json(out)
         Path(out).unlink()
         raise UserError(error["message"])
     return read_json(out)
+
+
+def checks_upstream(exp: Experiment, env_record, reference, mode_checks=()) -> list[tuple[str, ErrorInfo | None]]:
+    """What an experiment's job waits on, each named, with the error it recorded (None where it did not fail);
+    `mode_checks` as Snakemake gives a named input: one path, or a list."""
+    if isinstance(mode_checks, (str, Path)):
+        mode_checks = [mode_checks]
+    return [
+        (f"the environment check of hardware `{exp.hardware}`", failure_of(env_record)),
+        (f"the eager reference of `{exp.model}` on `{exp.hardware}`", failure_of(reference)),
+        *((f"the check of mode `{exp.mode}` on `{exp.model}`", failure_of(check)) for check in mode_checks),
+    ]
 
 
 def _python_env_problem(hardware: str, name: str) -> str | None:
@@ -176,6 +192,7 @@ def process_job(
     reference: str | Path | None = None,
     env_record: str | Path | None = None,
     first: str | Path | None = None,
+    mode_checks: list[str | Path] = (),
 ) -> dict:
     """Measure one experiment in one fresh process, within `measure.timeout_s` (compile included); the record is
     written whatever happens.
@@ -199,10 +216,7 @@ def process_job(
     if process == 1:
         shutil.rmtree(caches, ignore_errors=True)
         caches.mkdir(parents=True)  # the cold start's: empty
-    upstream = [
-        (f"the environment check of hardware `{exp.hardware}`", failure_of(env_record)),
-        (f"the eager reference of `{exp.model}` on `{exp.hardware}`", failure_of(reference)),
-    ]
+    upstream = checks_upstream(exp, env_record, reference, mode_checks)
     if process > 1:
         upstream.append((f"process 1 of {exp.measure.processes}", _not_ok(first)))
     for step, error in upstream:
@@ -211,7 +225,7 @@ def process_job(
     deadline = time.monotonic() + timeout_s
     python = pyenv.interpreter(exp.python_env)
     private = exp.measure.private_cache
-    with tempfile.TemporaryDirectory(prefix="compilebench-job-") as scratch:
+    with scratch_folder("compilebench-job-") as scratch:
         scratch = Path(scratch)
         # Each process compiles in caches on the machine's own disk (results/ may be a cluster's shared file system):
         # the first starts empty and leaves a copy of what it wrote for the later ones, which start from it.
@@ -269,6 +283,27 @@ def process_job(
             record["cache_replaced"] = {"reason": damaged}  # its first call compiled cold: no warm start
             write_json(out, record)
     return record
+
+
+def scratch_folder(prefix: str) -> tempfile.TemporaryDirectory:
+    """A job's scratch folder on the machine's own disk, named with its process id; first, each such folder of this
+    user's that a job killed before it could clean up (its process gone) left behind is removed."""
+    root = Path(tempfile.gettempdir())
+    for stale in root.glob(f"{prefix}*-*"):
+        pid = stale.name[len(prefix) :].split("-", 1)[0]
+        if pid.isdigit() and stale.is_dir() and stale.stat().st_uid == os.getuid() and not _alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    return tempfile.TemporaryDirectory(prefix=f"{prefix}{os.getpid()}-")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _measured_again_while_shifted(

@@ -15,19 +15,16 @@ from __future__ import annotations
 
 import logging
 import shutil
-import tempfile
 from pathlib import Path
 
 from ..core.experiment import Experiment
-from ..core.files import failure_of, read_json, write_json
+from ..core.files import STARTS_SCHEMA, read_json, write_json
 from ..core.records import ARTIFACT_PATHS, ArtifactRequest, ErrorInfo, StartRequest, now
 from ..core.supervise import death, die_with_snakemake, supervised
 from . import pyenv
-from .jobs import apply_hardware, cache_env
+from .jobs import apply_hardware, cache_env, checks_upstream, scratch_folder
 
 log = logging.getLogger(__name__)
-
-STARTS_SCHEMA = 1
 
 
 def obstacle(exp: Experiment, path: str) -> str | None:
@@ -67,6 +64,7 @@ def starts_job(
     *,
     reference: str | Path | None = None,
     env_record: str | Path | None = None,
+    mode_checks: list[str | Path] = (),
 ) -> dict:
     """Run the starts `plan` asks (`config.starts_plan`: paths and repeats) and write their record, whatever
     happens: a failed environment check or reference fails every row with its reason."""
@@ -82,16 +80,13 @@ def starts_job(
         "builds": {},
         "rows": [],
     }
-    upstream = [
-        (f"the environment check of hardware `{exp.hardware}`", failure_of(env_record)),
-        (f"the eager reference of `{exp.model}` on `{exp.hardware}`", failure_of(reference)),
-    ]
+    upstream = checks_upstream(exp, env_record, reference, mode_checks)
     stopped = next((f"{step} failed, so this did not run: {e['message']}" for step, e in upstream if e), None)
     if stopped:
         record["rows"] = [_row(path, k, "failed", stopped) for k in _repeats(plan) for path in plan["paths"]]
     else:
         starts = _Starts(exp, plan, reference, pyenv.interpreter(exp.python_env), cache_env)
-        with tempfile.TemporaryDirectory(prefix="compilebench-starts-") as scratch:
+        with scratch_folder("compilebench-starts-") as scratch:
             record.update(starts.run(Path(scratch)))
     record["finished_at"] = now()
     write_json(out, record)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..analysis import comparisons
-from ..core.files import read_json, read_results
+from ..core.files import read_results, read_starts
 from . import compile_tables, hardware_tables, speedup_tables, start_tables, stream_tables, tables
 
 RESULTS = "results"  # the run's result files, checked by the runs table first
@@ -77,7 +77,7 @@ class Sources:
 
     @cached_property
     def starts(self) -> list[dict]:
-        return [read_json(path) for path in self.start_records]
+        return read_starts(self.start_records, self.params.get("start_identities"), self.params.get("downstream", ()))
 
     @cached_property
     def results(self) -> list[dict]:
@@ -318,6 +318,7 @@ def _streams(src: Sources) -> pd.DataFrame:
 @table(
     "starts",
     reads=(STARTS,),
+    params=("start_identities", "foreign", "downstream"),
     caption="""From process start to first output: one row per fresh start of each experiment with
     ``measure.starts``, per path (``eager``: no compile, the floor; ``cold``: empty caches; ``warm``: the caches a
     cold start left; ``artifacts``: torch's portable cache artifacts alone; ``package``: an AOTInductor package;
@@ -334,6 +335,7 @@ def _starts(src: Sources) -> pd.DataFrame:
 @table(
     "start_paths",
     reads=(STARTS, RESULTS),
+    params=("start_identities", "foreign", "downstream"),
     caption="""Each start path of each experiment with ``measure.starts``: the median start from process spawn to
     first output over its fresh processes with a bootstrap 95% interval (``total_s``, ``total_ci95_low/high``),
     each part's median, the artifact's bytes and the seconds building it took (``artifact_build_s``: the

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 from ..core.errors import UserError
-from ..core.files import atomic_write, read_json, write_failure, write_json
+from ..core.files import atomic_write, read_json, samples_digest, write_failure, write_json
 from ..core.joblog import log_to_stderr
 from ..core.records import (
     REQUESTS,
@@ -137,6 +137,7 @@ def measure(request: MeasureRequest) -> None:
         cache_artifacts=request.cache_artifacts,
         with_profile=request.profile,
     )
+    record["samples_sha256"] = samples_digest(record)
     write_json(request.out, record)
 
 
