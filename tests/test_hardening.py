@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import planned_outputs, tiny_config
+from helpers import planned_outputs, snakemake, tiny_config
 
 from compilebench import cli
 from compilebench.analysis import run_folders, summaries
@@ -114,7 +114,7 @@ def _records_of(project, name="cpu/llama/eager"):
     [
         (lambda r, other: '{"status": "ok", "latency', "cannot be read (JSONDecodeError"),
         (lambda r, other: {**r, "latency_ms": [float("nan"), *r["latency_ms"][1:]]}, "nan among its samples"),
-        (lambda r, other: {**r, "eager_latency_ms": [-1.0, *r["eager_latency_ms"][1:]]}, "-1.0 among its samples"),
+        (lambda r, other: {**r, "twin_latency_ms": [-1.0, *r["twin_latency_ms"][1:]]}, "-1.0 among its samples"),
         (lambda r, other: {**r, "latency_ms": [x / 2 for x in r["latency_ms"]]}, "do not match the digest"),
         (lambda r, other: {**other, "mode": r["mode"]}, "experiment_sha256"),
         (lambda r, other: {**r, "schema": 7}, "schema 7"),
@@ -125,17 +125,20 @@ def _records_of(project, name="cpu/llama/eager"):
 def test_a_damaged_process_record_is_refused_named_and_moved_aside_never_summarised(finished, tmp_path, damage, said):
     project = finished[0]
     exp, (first, second) = _records_of(project)
-    other = json.loads(sorted((project / "results/processes/cpu/llama/compile-default").glob("1.json"))[0].read_text())
+    other = json.loads((project / "results/processes/cpu/llama/compile-default/1.json").read_text())
     kept = tmp_path / "1.json"
     kept.write_bytes(first.read_bytes())
     damaged = tmp_path / "2.json"
     written = damage(json.loads(second.read_text()), other)
     damaged.write_text(written if isinstance(written, str) else json.dumps(written))
-    result = summaries.result_job(exp, [kept, damaged], tmp_path / "result.json")
-    assert result["status"] == "failed" and str(damaged) in result["error"]["message"]
-    assert said in result["error"]["message"] and "measure those processes again" in result["error"]["message"]
+    result = tmp_path / "result.json"
+    result.write_text("{}")  # an earlier result: gone, so that the next run makes it again
+    with pytest.raises(files.BadRecord) as refused:
+        summaries.result_job(exp, [kept, damaged], result)
+    message = str(refused.value)
+    assert str(damaged) in message and said in message and "measure those processes again" in message
     assert not damaged.exists() and (tmp_path / "2.json.rejected").exists() and kept.exists()
-    assert json.loads((tmp_path / "result.json").read_text())["status"] == "failed"
+    assert not result.exists()
 
 
 def test_the_same_record_twice_is_one_process_not_two(finished, tmp_path):
@@ -143,20 +146,28 @@ def test_the_same_record_twice_is_one_process_not_two(finished, tmp_path):
     one, copy = tmp_path / "1.json", tmp_path / "2.json"
     one.write_bytes(first.read_bytes())
     copy.write_bytes(first.read_bytes())
-    result = summaries.result_job(exp, [one, copy], tmp_path / "result.json")
-    assert result["status"] == "failed" and f"{copy} holds the same samples as {one}" in result["error"]["message"]
+    with pytest.raises(files.BadRecord, match=re.escape(f"{copy} holds the same samples as {one}")):
+        summaries.result_job(exp, [one, copy], tmp_path / "result.json")
 
 
-def test_a_refused_process_record_is_measured_again_by_the_next_run(finished):
+def test_a_damaged_process_record_stops_its_result_job_and_the_next_run_measures_it_again(finished):
+    """It damages one record of the shared run, and leaves the run whole again."""
     project = finished[0]
     record = project / "results/processes/cpu/llama/eager/2.json"
-    aside = record.with_name("2.json.rejected")
-    record.replace(aside)  # as the result job leaves it
+    result = project / "results/runs/cpu/llama/eager.json"
+    kept = {path: (path.read_bytes(), path.stat()) for path in (record, result)}
     try:
-        planned = planned_outputs(project)
+        record.write_text(json.dumps({**json.loads(record.read_text()), "latency_ms": [1.0, -1.0]}))
+        done = snakemake(project, str(result.relative_to(project)), check=False)
+        said = f"{record.relative_to(project)} holds `latency_ms` with -1.0 among its samples"
+        assert done.returncode != 0 and said in done.stderr, done.stderr[-3000:]
+        assert not result.exists() and record.with_name("2.json.rejected").exists()
+        assert {str(p.relative_to(project)) for p in (record, result)} <= planned_outputs(project)
     finally:
-        aside.replace(record)
-    assert {"results/processes/cpu/llama/eager/2.json", "results/runs/cpu/llama/eager.json"} <= planned
+        record.with_name("2.json.rejected").unlink(missing_ok=True)
+        for path, (data, stat) in kept.items():
+            path.write_bytes(data)
+            os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
 def test_a_starts_record_is_held_to_what_a_result_is(finished, tmp_path):

@@ -53,13 +53,8 @@ def result_job(exp: Experiment, process_records: list[str | Path], out: str | Pa
     """An experiment's result from the records of its processes, in order: the first one's status where it was not
     ok; else the ok ones together, each later one that failed or ran out of time noted, and the result resting on
     the others."""
-    try:
-        records = read_process_records(exp, process_records)
-    except BadRecord as refused:  # never summarised: the next run measures those processes again
-        log.error("%s", refused)
-        result = {**result_header(exp, "failed", str(refused)), "finished_at": now()}
-        write_json(out, result)
-        return result
+    Path(out).unlink(missing_ok=True)
+    records = read_process_records(exp, process_records)  # a bad record stops the job: the next run remeasures it
     first, wanted = records[0], len(records)
     notes = None
     finished = [first]
@@ -92,7 +87,8 @@ def result_job(exp: Experiment, process_records: list[str | Path], out: str | Pa
 def read_process_records(exp: Experiment, paths: list[str | Path]) -> list[ProcessRecord]:
     """The records of `exp`'s processes, each read against its schema, `exp`'s identity and its own digest, and no
     two the same process; else `BadRecord` naming each bad file and what was wrong, each moved aside (to
-    `NAME.rejected`) so that the next run measures that process again."""
+    `NAME.rejected`). Its result job then fails, leaving no result, so that the next run measures those processes
+    again (Snakemake makes a missing record again only for a result that is missing too)."""
     expected = identity(exp)
     records, problems, seen = [], {}, {}
     for path in paths:

@@ -237,16 +237,17 @@ def _record_problem(record: Any) -> str | None:
         return f"has status {record['status']!r}: expected one of {', '.join(STATUSES)}"
     if record["status"] != "ok":
         return None
-    if problem := _samples_problem(record):
+    if problem := _samples_problem(record, stream=bool(record.get("stream"))):
         return problem
     if record.get("samples_sha256") != samples_digest(record):
         return "holds samples that do not match the digest its measuring process wrote (`samples_sha256`)"
     return None
 
 
-def _samples_problem(record: dict) -> str | None:
-    """Why an `ok` result's timed samples cannot be compared (each must be a finite number above zero), or None."""
-    if not record.get("latency_ms"):
+def _samples_problem(record: dict, stream: bool = False) -> str | None:
+    """Why an `ok` result's timed samples cannot be compared (each must be a finite number above zero), or None; a
+    stream's process record keeps its calls under `stream`."""
+    if not record.get("latency_ms") and not stream:
         return "is `ok` but holds no timed samples (`latency_ms`)"
     for key in TIMED_SAMPLES:
         samples = record.get(key)
@@ -255,7 +256,7 @@ def _samples_problem(record: dict) -> str | None:
         if not isinstance(samples, list):
             return f"holds `{key}` of type {type(samples).__name__}: expected a list of milliseconds"
         bad = [x for x in samples if not _positive_number(x)]
-        if bad or not samples:
+        if bad or (not samples and not stream):
             found = f"{bad[0]!r} among its samples" if bad else "no samples"
             return f"holds `{key}` with {found}: expected finite numbers of milliseconds above 0"
     return None
