@@ -455,18 +455,29 @@ def test_a_statistics_edit_rebuilds_results_from_their_records_without_measuring
     source = project / "src" / "compilebench" / "analysis" / "stats.py"
     runs = project / "results" / "runs" / "cpu"
     before = {p: json.loads(p.read_text()) for p in runs.glob("*/*.json")}
-    made = {p: p.stat().st_mtime_ns for p in runs.glob("*/*.json")}
+    made = {p: (p.read_bytes(), p.stat()) for p in runs.glob("*/*.json")}
     records = {p: p.stat().st_mtime_ns for p in (project / "results" / "processes").glob("*/*/*/*.json")}
+    metadata = project / ".snakemake" / "metadata"  # what Snakemake recorded of each output's code and params
+    recorded = {p: p.read_bytes() for p in metadata.iterdir()}
     with edited(source, source.read_text() + "\nESTIMATOR_REVISION = 2\n"):
         planned = planned_outputs(project)
         assert expected_runs(config) <= planned
         assert not any(o.startswith(MEASURING) for o in planned), planned
-        snakemake(project, *sorted(expected_runs(config)))  # the results alone: the tables follow below
-    assert all(p.stat().st_mtime_ns != mtime for p, mtime in made.items())  # every result was made again
+        snakemake(project, *sorted(expected_runs(config)))  # the results alone
+    assert all(p.stat().st_mtime_ns != stat.st_mtime_ns for p, (_, stat) in made.items())  # each made again
     assert all(p.stat().st_mtime_ns == mtime for p, mtime in records.items())  # from records measured before
     after = {p: json.loads(p.read_text()) for p in runs.glob("*/*.json")}
     assert after == before
-    snakemake(project)  # the edit undone: once more from the records, to the same results
+    # The edit undone, the results and Snakemake's record of them as they were: nothing left to do.
+    for path, (data, stat) in made.items():
+        path.write_bytes(data)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    for path in metadata.iterdir():
+        if path in recorded:
+            path.write_bytes(recorded[path])
+        else:
+            path.unlink()
+    assert planned_outputs(project) == set(), DRY_RUNS[-1][-3000:]
 
 
 def test_a_defined_mode_records_its_settings_and_the_paper_says_what_they_changed(finished):

@@ -124,6 +124,8 @@ def main() -> None:
                 f"{row['flagged']} of {args.processes}",
                 flush=True,
             )
+            each = "; ".join(f"{a['mode_ms']:.1f} vs {b['mode_ms']:.1f}" for a, b in zip(ours, plain))
+            print(f"{'':34} each process's mode ms, compilebench vs plain, in the order run: {each}", flush=True)
     ratios = [(r["experiment"], k, r[k]) for r in rows for k in ("median_ratio", "speedup_ratio")]
     name, kind, worst = max(ratios, key=lambda item: abs(math.log(item[2])))
     inside = sum(0.93 <= value <= 1.07 for _, _, value in ratios)
