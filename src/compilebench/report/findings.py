@@ -83,7 +83,8 @@ def fidelity_findings(runs: pd.DataFrame) -> list[str]:
 
 
 def _faulting(name: str, row: dict) -> str:
-    """A mode whose calls map memory afresh: how often, what it cost, and how to time it without."""
+    """A mode whose calls map memory afresh: how often, and what it cost (the trust section says once how to time
+    it without)."""
     faults, eager = row["mode_faults_per_call"], row["eager_faults_per_call"]
     beside = "the second eager callable beside it" if row["mode"] == "eager" else "eager beside it"
     cost = row.get("ms_per_1000_faults")
@@ -93,11 +94,7 @@ def _faulting(name: str, row: dict) -> str:
         if not missing(cost) and (row.get("ms_per_1000_faults_ci95_low") or 0) > 0  # a cost its blocks could tell
         else ""
     )
-    return (
-        f"{name} took {faults:,.0f} page faults a call ({beside}: {eager:,.0f}).{costed} To time it without: "
-        "MALLOC_MMAP_MAX_ at 0 and a large MALLOC_TRIM_THRESHOLD_, or LD_PRELOAD of jemalloc or tcmalloc, in the "
-        "hardware entry's env."
-    )
+    return f"{name} took {faults:,.0f} page faults a call ({beside}: {eager:,.0f}).{costed}"
 
 
 def eager_job_findings(speedups: pd.DataFrame) -> list[str]:
