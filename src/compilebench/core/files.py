@@ -8,6 +8,7 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,16 +101,24 @@ def read_result(path: str | Path, expected: dict[str, Any] | None = None) -> Res
     compilebench reads, is not of a result's shape (keys missing or unknown, no timed samples, no processes), or
     carries another identity or other settings than `expected` (`records.identity` of the experiment it stands
     for)."""
+    return _checked(
+        path,
+        BadResult,
+        _shape_problem,
+        lambda record: _identity_problem(record, expected, "result"),
+        _fingerprint_problem,
+    )
+
+
+def _checked(path: str | Path, refused: type[UserError], *problems: Callable[[Any], str | None]) -> Any:
+    """The JSON at `path`, or `refused` naming the file and the first problem one of `problems` finds in it."""
     try:
         record = read_json(path)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadResult(f"{path} cannot be read ({type(exc).__name__}: {exc})") from None
-    if (
-        problem := _shape_problem(record)
-        or _identity_problem(record, expected, "result")
-        or _fingerprint_problem(record)
-    ):
-        raise BadResult(f"{path} {problem}")
+        raise refused(f"{path} cannot be read ({type(exc).__name__}: {exc})") from None
+    for problem in problems:
+        if found := problem(record):
+            raise refused(f"{path} {found}")
     return record
 
 
@@ -216,13 +225,9 @@ def read_process_record(path: str | Path, expected: dict[str, Any]) -> ProcessRe
     compilebench's schema, stands for another experiment or other settings than `expected` (`records.identity`),
     or, `ok`, holds a timed sample that is not a finite number above zero or samples that do not match the digest
     its worker wrote."""
-    try:
-        record = read_json(path)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadRecord(f"{path} cannot be read ({type(exc).__name__}: {exc})") from None
-    if problem := _record_problem(record) or _identity_problem(record, expected, "process record"):
-        raise BadRecord(f"{path} {problem}")
-    return record
+    return _checked(
+        path, BadRecord, _record_problem, lambda record: _identity_problem(record, expected, "process record")
+    )
 
 
 def _record_problem(record: Any) -> str | None:
@@ -311,13 +316,9 @@ def read_starts_record(path: str | Path, expected: dict[str, Any] | None = None)
     """A starts job's record, refused (the file named) when it does not parse, is not of this compilebench's
     schema or shape, stands for another experiment or plan than `expected` (its identity, `paths` and
     `repeats`), or holds an ok start whose times are not finite and above zero."""
-    try:
-        record = read_json(path)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadResult(f"{path} cannot be read ({type(exc).__name__}: {exc})") from None
-    if problem := _starts_problem(record) or _identity_problem(record, expected, "starts record"):
-        raise BadResult(f"{path} {problem}")
-    return record
+    return _checked(
+        path, BadResult, _starts_problem, lambda record: _identity_problem(record, expected, "starts record")
+    )
 
 
 def _starts_problem(record: Any) -> str | None:
