@@ -372,10 +372,10 @@ def advice(entry: dict) -> str:
         return f"{where}: no eager run to set its modes against (" + "; ".join(_mode_said(r) for r in rows) + ")."
     if use["mode"] != "eager":
         low, high = use["ci95"]
-        caveat = f" ({'; '.join(use['caveats'])})" if use["caveats"] else ""
+        caveat = f"; caveat: {', '.join(use['caveats'])}" if use["caveats"] else ""
         said_ = (
-            f"{where}: use {use['mode']}, {use['speedup']:.2f}× as fast as eager{caveat} "
-            f"({use['median_ms']:.2f} against {use['eager_ms']:.2f} ms; 95% CI {low:.2f}–{high:.2f})"
+            f"{where}: use {use['mode']}, {use['speedup']:.2f}× as fast as eager "
+            f"({use['median_ms']:.2f} against {use['eager_ms']:.2f} ms; 95% CI {low:.2f}–{high:.2f}{caveat})"
         )
         if not missing(use.get("compile_s")):
             said_ += (
