@@ -171,10 +171,10 @@ def get_start_identities(wildcards):
     return {
         layout.STARTS.format(hardware=h, model=m, mode=mode): {
             **configuration.experiment(config, m, mode, h).identity(),
-            **configuration.starts_plan(config, m, mode, h),
+            **starts,
         }
         for h, m, mode in benchmark_jobs()
-        if configuration.starts_plan(config, m, mode, h)
+        if (starts := configuration.starts_plan(config, m, mode, h))
     }
 
 

@@ -98,10 +98,11 @@ def read_process_records(exp: Experiment, paths: list[str | Path]) -> list[Proce
             problems[path] = str(bad)
             continue
         digest = record.get("samples_sha256")
-        if digest and digest in seen:
+        if digest in seen:
             problems[path] = f"{path} holds the same samples as {seen[digest]}: one process, counted once"
             continue
-        seen[digest] = path
+        if digest:
+            seen[digest] = path
         records.append(record)
     if not problems:
         return records

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 from ..analysis import levels
 from ..core import layout
 from ..core.errors import UserError
@@ -291,19 +293,9 @@ def scratch_folder(prefix: str) -> tempfile.TemporaryDirectory:
     root = Path(tempfile.gettempdir())
     for stale in root.glob(f"{prefix}*-*"):
         pid = stale.name[len(prefix) :].split("-", 1)[0]
-        if pid.isdigit() and stale.is_dir() and stale.stat().st_uid == os.getuid() and not _alive(int(pid)):
+        if pid.isdigit() and stale.is_dir() and stale.stat().st_uid == os.getuid() and not psutil.pid_exists(int(pid)):
             shutil.rmtree(stale, ignore_errors=True)
     return tempfile.TemporaryDirectory(prefix=f"{prefix}{os.getpid()}-")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _measured_again_while_shifted(

@@ -153,18 +153,18 @@ PAY_OFF_OPTIONAL = {
     "compile_bundle_s": "compiles from torch's cache artifacts (measure.bundle_start)",
     "cold_start_s": "cold starts from process start (measure.starts)",
     "warm_start_s": "warm starts from process start (measure.starts)",
-    "break_even_calls_warm": "break-evens from a warm compile",
 }
 
 
 def pay_off_shown(rows: list[dict]) -> set[str]:
-    """The optional pay-off columns some row has a value in: a column no experiment timed is left out."""
+    """The optional pay-off columns some row has a value in: a column no experiment timed is left out (the warm
+    break-even with the warm compile it is made from)."""
     return {key for key in PAY_OFF_OPTIONAL if any(row.get(key) is not None for row in rows)}
 
 
 def pay_off_untimed(shown: set[str]) -> list[str]:
     """What the pay-off table leaves out for want of a value, in words."""
-    return [what for key, what in PAY_OFF_OPTIONAL.items() if key not in shown and key != "break_even_calls_warm"]
+    return [what for key, what in PAY_OFF_OPTIONAL.items() if key not in shown]
 
 
 def unguarded(runs: pd.DataFrame) -> list[dict]:
