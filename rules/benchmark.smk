@@ -27,7 +27,7 @@ rule reference_output:
 rule benchmark_cold_process:
     input:
         env=layout.ENV_RECORD,
-        reference=layout.REFERENCE,
+        reference=get_reference,
         mode_check=get_mode_check,
         downloads=get_model_inputs,
     output:
@@ -53,7 +53,7 @@ rule benchmark_cold_process:
 rule benchmark_warm_process:
     input:
         env=layout.ENV_RECORD,
-        reference=layout.REFERENCE,
+        reference=get_reference,
         mode_check=get_mode_check,
         downloads=get_model_inputs,
         first=layout.PROCESS.replace("{process}", "1"),
@@ -105,7 +105,7 @@ rule benchmark_run:
 rule starts_run:
     input:
         env=layout.ENV_RECORD,
-        reference=layout.REFERENCE,
+        reference=get_reference,
         mode_check=get_mode_check,
         downloads=get_model_inputs,
     output:

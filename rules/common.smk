@@ -362,6 +362,14 @@ def get_mode_check(wildcards):
     return checks
 
 
+def get_reference(wildcards):
+    """The eager reference every mode of a model is checked against; none for a training step, which checks itself
+    against eager copies stepped in its own process."""
+    if config["models"][wildcards.model].get("train"):
+        return []
+    return layout.REFERENCE.format(hardware=wildcards.hardware, model=wildcards.model)
+
+
 def get_reference_experiment(wildcards):
     return configuration.reference_experiment(
         config, wildcards.model, wildcards.hardware

@@ -14,7 +14,7 @@ with logging_to(snakemake.log[0]):
         snakemake.output.record,
         snakemake.params.process,
         snakemake.input.get("caches", snakemake.output.get("caches")),
-        reference=snakemake.input.reference,
+        reference=snakemake.input.get("reference") or None,
         env_record=snakemake.input.env,
         mode_checks=snakemake.input.get("mode_check", []),
         first=snakemake.input.get("first"),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from compilebench.configuration.expand import expand_streams, expand_sweeps
+from compilebench.configuration.expand import expand_streams, expand_sweeps, expand_training
 from compilebench.core.records import START_PATHS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -182,6 +182,7 @@ def shared_run_config(weights_folder: Path) -> dict:
         "start_repeats": 1,
     }
     config["models"]["llama"]["measure"] = {"processes": 2}
+    config["models"]["llama"]["train"] = {"batch_size": 2, "modes": ["compile-default"]}  # its training step too
     config["mode_definitions"].update(QUANTIZED_MODES)
     config["modes"] += list(QUANTIZED_MODES)
     config["models"]["resnet"]["modes"].append("compile-int8")
@@ -238,7 +239,7 @@ def planned_outputs(project: Path, *args: str) -> set[str]:
 
 def expected_runs(config: dict, hardware=("cpu",)) -> set[str]:
     """One result per model (or sweep point) x mode x hardware."""
-    models = expand_streams(expand_sweeps(copy.deepcopy(config["models"])))
+    models = expand_training(expand_streams(expand_sweeps(copy.deepcopy(config["models"]))))
     return {
         f"results/runs/{h}/{m}/{mode}.json"
         for h in hardware

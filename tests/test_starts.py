@@ -150,7 +150,7 @@ def test_the_starts_figure_draws_every_path_and_names_the_unsupported(tmp_path):
     frame = start_tables.start_paths([record])
     frame.to_csv(tmp_path / "paths.csv", index=False)
     empty = pd.DataFrame()
-    fig = figures.starts(figures.Tables(*[empty] * 9, pd.read_csv(tmp_path / "paths.csv")))
+    fig = figures.starts(figures.Tables(*[empty] * 9, pd.read_csv(tmp_path / "paths.csv"), empty))
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["eager", "cold", "package"]
     assert any("unsupported: a reason" in t.get_text() for t in ax.texts)

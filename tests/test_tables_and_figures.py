@@ -21,6 +21,7 @@ from compilebench.report import (
     start_tables,
     stream_tables,
     tables,
+    training_tables,
 )
 
 
@@ -36,10 +37,11 @@ def synthetic_tables(tmp_path):
     streamed = stream_tables.stream_calls(results)
     depth = speedup_tables.compile_depth(runs, results)
     started = start_tables.start_paths([synthetic_starts({"eager": [2.0, 2.1, 2.2], "warm": [5.0, 5.2, 5.1]})])
+    speedups = speedup_tables.speedups(runs)
     return figures.Tables(
         runs,
         samples,
-        speedup_tables.speedups(runs),
+        speedups,
         costs,
         speedup_tables.scaling(runs),
         comparison,
@@ -47,6 +49,7 @@ def synthetic_tables(tmp_path):
         streamed,
         depth,
         started,
+        training_tables.training(results, speedups),
     )
 
 
@@ -189,7 +192,7 @@ def test_a_sweep_gives_one_row_per_point_and_a_scaling_figure(tmp_path):
     assert compiled["speedup"].iloc[0] == pytest.approx(2.0, rel=0.05)
     assert compiled["speedup"].iloc[-1] == pytest.approx(1.05, rel=0.05)
     empty = pd.DataFrame(columns=runs.columns)
-    drawn = figures.Tables(runs, empty, empty, empty, scaling, empty, empty, empty, empty, empty)
+    drawn = figures.Tables(runs, empty, empty, empty, scaling, empty, empty, empty, empty, empty, empty)
     figure = figures.scaling(drawn)
     lines = [[list(line.get_xdata()) for line in ax.get_lines() if line.get_marker() == "o"] for ax in figure.axes]
     assert lines == [[[1, 4, 16]] * 2, [[1, 4, 16]] * 2, [[1, 4, 16]]]  # eager has no speedup over itself

@@ -13,7 +13,7 @@ from ..core.experiment import Experiment, canonical
 from ..core.layout import ASSETS_DIR, COMPILE_TRACE, TRACE, WEIGHTS_DIR
 from ..core.records import START_PATHS, SWEEP_KEYS
 from . import catalog, plan
-from .expand import SWEEP_NAMES, expand_streams, expand_sweeps
+from .expand import SWEEP_NAMES, expand_streams, expand_sweeps, expand_training
 from .schema import (
     MEASURE_DEFAULTS,
     Validator,
@@ -29,7 +29,9 @@ from .schema import (
     check_narrows,
     check_starts,
     check_torchao,
+    check_training,
     check_wildcard_names,
+    config_name,
     describe,
     load_schema,
     model_modes,
@@ -60,7 +62,8 @@ def validate(config: dict) -> dict:
                 f"Config key `models.{name}.stream` and `models.{name}.sweep` are both set: expected one of the two "
                 "(a stream varies its axis within one process; a sweep measures each value as its own experiment)."
             )
-    config["models"] = expand_streams(expand_sweeps(config["models"]))
+    check_training(config)
+    config["models"] = expand_training(expand_streams(expand_sweeps(config["models"])))
     check_wildcard_names(config)
     check_mode_definitions(config["mode_definitions"])
     check_torchao(config)
@@ -72,10 +75,11 @@ def validate(config: dict) -> dict:
         check_model(name, model, config["assets"]["files"])
         if "modes" in model:
             check_mode_names(f"models.{name}.modes", model["modes"], config)
-            check_narrows(name, model["modes"], config["modes"])
+            if "train" not in model:  # a training experiment's modes need not be among the inference ones
+                check_narrows(name, model["modes"], config["modes"])
         check_dynamic_axes(name, model, config)
         check_cold_processes(name, model, measure_settings(config, name))
-        key = f"models.{model.get('sweep_of') or model.get('stream_of') or name}.measure"
+        key = f"models.{config_name(name, model)}.measure"
         check_starts(key, model.get("measure", {}), config, name)
         if "iterations" in model.get("measure", {}) or "max_iterations" in model.get("measure", {}):
             check_iterations(f"models.{name}.measure", measure_settings(config, name))
@@ -84,7 +88,7 @@ def validate(config: dict) -> dict:
                 f"models.{model['stream_of']}.stream", model["stream"], measure_settings(config, name)
             )
         else:
-            key = f"models.{model.get('sweep_of') or name}.measure"
+            key = f"models.{config_name(name, model)}.measure"
             plan.check_fits_timeout(key, measure_settings(config, name), model.get("measure", {}))
     catalog.check_architectures(config["models"])
     return config
@@ -110,10 +114,11 @@ START_KEYS = ("starts", "start_repeats")
 
 def starts_plan(config: dict, model: str, mode: str, hardware: str) -> dict | None:
     """The paths and repeats of an experiment's starts job (`measure.starts`), or None where it has none: starts are
-    set for a compiling mode's experiments, not for streams."""
+    set for a compiling mode's experiments, not for streams or training steps."""
     measure = measure_settings(config, model)
     paths = plan.paths_asked(measure, mode)
-    if not paths or config["models"][model].get("stream"):
+    entry = config["models"][model]
+    if not paths or entry.get("stream") or entry.get("train"):
         return None
     if modes.definitions(config)[mode]["kind"] not in modes.COMPILING_KINDS:
         return None
@@ -200,8 +205,10 @@ def pretrained_download(config: dict, model: str) -> bool:
 
 
 def weights_name(config: dict, model: str) -> str:
-    """The folder a model's pretrained weights download to: the points of a sweep share their model's."""
-    return config["models"][model].get("sweep_of", model)
+    """The folder a model's pretrained weights download to: the points of a sweep and a training step share their
+    model's."""
+    entry = config["models"][model]
+    return entry.get("sweep_of") or entry.get("train_of") or model
 
 
 def weights_entry(config: dict, name: str) -> dict:

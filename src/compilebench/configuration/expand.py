@@ -7,7 +7,7 @@ import re
 
 from ..core.errors import ConfigError, UserError  # noqa: F401  (UserError: the base callers catch)
 from ..core.records import CONFIG_SWEEP_KEYS, SWEEP_KEYS
-from .schema import check_sweep_axis, sweep_axis_missing
+from .schema import check_sweep_axis, config_name, sweep_axis_missing
 
 # Sweep keys in the order a point's name lists them, with the short form the name uses.
 SWEEP_NAMES = {
@@ -61,6 +61,48 @@ def expand_sweeps(models: dict) -> dict:
             if architecture:
                 base["config"] = {**base.get("config", {}), **architecture}
             expanded[point_name] = {**base, **shape, "sweep_of": name, "swept": values}
+    return expanded
+
+
+def expand_training(models: dict) -> dict:
+    """Each model with `train` is measured as before, and its training step as the entry `MODEL.train` (a sweep's
+    points each have theirs), with the training batch and the training modes; the inference entry keeps no trace
+    of it, so its fingerprint stays what it was."""
+    expanded = {}
+    for name, entry in models.items():
+        if "train" not in entry:
+            expanded[name] = entry
+            continue
+        key = f"models.{config_name(name, entry)}.train"
+        if entry.get("stream"):
+            raise ConfigError(
+                f"Config key `{key}` is set on a model with a `stream`: expected training on a model entry without "
+                "a stream (a training step runs one batch shape)."
+            )
+        train_name = f"{name}.train"
+        if not NAME_PATTERN.match(train_name):
+            raise ConfigError(
+                f"Config key `{key}` is measured as {train_name!r}, which is longer than 64 characters: give the "
+                "model a shorter name."
+            )
+        if train_name in models:
+            raise ConfigError(
+                f"Config key `{key}` is measured as {train_name!r}, which another model entry already names: rename "
+                "one of them."
+            )
+        train = dict(entry["train"])
+        inference = {k: v for k, v in entry.items() if k != "train"}
+        # A sweep point's training step is its own experiment, not a point of the sweep's scaling.
+        training = {k: v for k, v in inference.items() if k not in ("sweep_of", "swept")}
+        training["train_of"] = config_name(name, entry)
+        if "measure" in entry:  # starts time a first inference output: the training step has none
+            training["measure"] = {k: v for k, v in entry["measure"].items() if k not in ("starts", "start_repeats")}
+        training["batch_size"] = train.pop("batch_size", entry.get("batch_size", 1))
+        if "modes" in train:
+            training["modes"] = train.pop("modes")
+        training["train"] = train
+        expanded[name] = inference
+        expanded[train_name] = training
     return expanded
 
 

@@ -42,6 +42,11 @@ MEASURE_DEFAULTS: dict[str, Any] = {
 }
 
 
+def config_name(name: str, entry: dict) -> str:
+    """The model entry's name as the config file spells it: a sweep point's, stream's or training experiment's own."""
+    return entry.get("sweep_of") or entry.get("stream_of") or entry.get("train_of") or name
+
+
 def model_modes(config: dict, model: str) -> list[str]:
     return config["models"][model].get("modes", config["modes"])
 
@@ -146,7 +151,7 @@ def check_iterations(key: str, measure: dict) -> None:
 def check_cold_processes(name: str, model: dict, measure: dict) -> None:
     if measure.get("cold_processes") and not measure["private_cache"]:
         own = "cold_processes" in model.get("measure", {}) or "private_cache" in model.get("measure", {})
-        key = f"models.{model.get('sweep_of') or name}.measure" if own else "measure"
+        key = f"models.{config_name(name, model)}.measure" if own else "measure"
         raise ConfigError(
             f"Config key `{key}.cold_processes` makes every process compile in empty caches of its own, but "
             "`private_cache` is false, so they would share torch's cache and all but the first start warm: expected "
@@ -172,10 +177,7 @@ PERIODIC_NAME = re.compile(r"(?P<unit>.+?)(?P=unit){19,}$")
 def check_wildcard_names(config: dict) -> None:
     names = [
         *((f"hardware.{name}", name) for name in config["hardware"]),
-        *(
-            (f"models.{entry.get('sweep_of') or entry.get('stream_of') or name}", name)
-            for name, entry in config["models"].items()
-        ),
+        *((f"models.{config_name(name, entry)}", name) for name, entry in config["models"].items()),
         *((f"mode_definitions.{name}", name) for name in config["mode_definitions"]),
         *((f"modes.{i}", name) for i, name in enumerate(config["modes"])),
     ]
@@ -203,7 +205,7 @@ def check_dynamic_axes(name: str, entry: dict, config: dict) -> None:
         axes = ((defined.get(mode) or {}).get("compile") or {}).get("mark_dynamic") or []
         for axis in axes:
             if axis not in input_axes(entry):
-                model = entry.get("sweep_of") or entry.get("stream_of") or name
+                model = config_name(name, entry)
                 raise ConfigError(
                     f"Config key `mode_definitions.{mode}.compile.mark_dynamic` names {axis!r}, which the input of "
                     f"`models.{model}` (a {entry.get('task', 'image-classification')} model, which runs {mode}) does "
@@ -271,6 +273,42 @@ def check_mode_definitions(defined: dict) -> None:
                 f"Config key `{key}.{others[0]}` does not apply to a mode of kind {definition['kind']!r}: "
                 f"expected settings under `{key}.{definition['kind']}` only."
             )
+
+
+TRAINING_ONLY_SETTINGS = ("scope", "optimizer", "autograd")
+TRAINING_KINDS = ("eager", "compile")
+
+
+def check_training(config: dict) -> None:
+    """Before expansion: a model's training step runs eager and compile modes without quantization; a mode that sets
+    how a step is compiled runs training steps only."""
+    defined = modes.definitions(config)
+    for name, entry in config["models"].items():
+        for mode in model_modes(config, name):
+            step_settings = [k for k in TRAINING_ONLY_SETTINGS if k in (defined.get(mode, {}).get("compile") or {})]
+            if step_settings:
+                raise ConfigError(
+                    f"Config key `mode_definitions.{mode}.compile.{step_settings[0]}` sets how a training step is "
+                    f"compiled, but `models.{name}` runs {mode!r} for inference: expected the mode in a model's "
+                    "`train.modes` only."
+                )
+        if "train" not in entry:
+            continue
+        given = "modes" in entry["train"]
+        names = entry["train"]["modes"] if given else model_modes(config, name)
+        for i, mode in enumerate(names):
+            definition = defined.get(mode)
+            if definition is None:
+                continue  # an unknown name is reported by check_mode_names
+            if definition["kind"] not in TRAINING_KINDS or definition.get("quantize"):
+                what = "quantized" if definition.get("quantize") else f"of kind {definition['kind']}"
+                key = f"models.{name}.train.modes.{i}" if given else f"models.{name}.modes.{i}"
+                raise ConfigError(
+                    f"Config key `{key}` gives the training step the mode {mode!r}, which is {what}: a training step "
+                    "runs eager and torch.compile modes (TorchScript and AOTInductor packages serve inference, and "
+                    f"quantized weights do not train); expected `models.{name}.train.modes` listing eager and compile "
+                    "modes only."
+                )
 
 
 def check_torchao(config: dict) -> None:

@@ -105,6 +105,17 @@ class Quantize(Part):
 
 
 @dataclass(frozen=True)
+class Train(Part):
+    """A training experiment's step (`models.NAME.train`): the optimizer and its learning rate, the loss, and after
+    how many steps the mode's weights are checked against eager's."""
+
+    optimizer: str
+    lr: float
+    loss: str
+    steps_checked: int
+
+
+@dataclass(frozen=True)
 class ModeSettings(Part):
     """What a mode runs with, every setting of its kind filled in (`modes.settings`)."""
 
@@ -148,6 +159,11 @@ class CompileSettings(ModeSettings):
     mark_dynamic: list[str] | None = _optional()
     recompile_limit: int | None = _optional()
     regional: bool | str | None = _optional()  # true, a stack's dotted path, or "nested"
+    # Training experiments only: what is compiled (the model, or the whole step), the optimizer's step compiled too,
+    # the backward traced by compiled autograd.
+    scope: str | None = _optional()
+    optimizer: bool | None = _optional()
+    autograd: bool | None = _optional()
 
 
 @dataclass(frozen=True)
@@ -182,6 +198,8 @@ class ModelSpec(Part):
     swept: dict[str, Any] | None = _optional()
     stream: Stream | None = _optional(Stream)
     stream_of: str | None = _optional()
+    train: Train | None = _optional(Train)
+    train_of: str | None = _optional()
 
 
 @dataclass(frozen=True)

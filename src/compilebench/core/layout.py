@@ -55,6 +55,7 @@ FIGURE_TABLES = (
     "stream_calls",
     "compile_depth",
     "start_paths",
+    "training",
 )
 
 # Every figure of the paper, in the order a reader meets it (its number), with the section of the paper that shows
@@ -70,6 +71,7 @@ FIGURE_SECTIONS = {
     "starts": "starts",
     "compile_depth": "compile-depth",
     "comparison": "comparison",
+    "training": "training",
     "distributions": "appendix",
     "compile_phases": "appendix",
     "speedup_heatmap": "appendix",

@@ -101,6 +101,9 @@ class _Measured(ResultHeader, total=False):
     regions: dict[str, Any]  # a regional compile: regions.Stack.record of the stack compiled, and how
     profile: dict[str, Any]
     stream: dict[str, Any]  # a shape stream: each call, each pass, each distinct value
+    # a training step: losses, gradients and weights after k steps against eager's (`training.check_steps`)
+    train_correctness: dict[str, Any]
+    training: dict[str, Any]  # a training step: optimizer, each side's step split into parts, each side's peak memory
 
 
 class ProcessRecord(_Measured, total=False):

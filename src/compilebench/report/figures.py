@@ -43,6 +43,7 @@ class Tables:
     stream_calls: pd.DataFrame
     compile_depth: pd.DataFrame
     start_paths: pd.DataFrame
+    training: pd.DataFrame
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -492,6 +493,71 @@ def starts(t: Tables) -> plt.Figure | str:
     return fig
 
 
+TRAINING_PARTS = {"forward_ms": "forward + loss", "backward_ms": "backward", "optimizer_ms": "optimizer step"}
+TRAINING_PART_COLORS = dict(zip(TRAINING_PARTS, sns.color_palette("Set2", len(TRAINING_PARTS))))
+
+
+def training_steps(t: Tables) -> plt.Figure | str:
+    """11. Each training experiment's optimizer step per mode, eager first: forward, backward and optimizer stacked
+    (timed part by part), the interleaved median step with its interval as a dot; a mode compiled whole is one bar."""
+    frame = t.training[t.training["status"] == "ok"]
+    if frame.empty:
+        return "No model has a training step (`train:`) that ran in this run."
+    keys = list(dict.fromkeys(zip(frame["hardware"], frame["model"])))
+    modes = frame.groupby(["hardware", "model"]).size().max()
+    fig, axes = plt.subplots(len(keys), 1, figsize=(7, (1.0 + 0.45 * modes) * len(keys)), squeeze=False)
+    for ax, (hardware, model) in zip(axes[:, 0], keys):
+        sub = frame[(frame["hardware"] == hardware) & (frame["model"] == model)]
+        bars = _training_bars(sub)
+        for i, (_, parts, total, low, high) in enumerate(bars):
+            left = 0.0
+            for part, width in parts.items():
+                ax.barh(
+                    i,
+                    width,
+                    left=left,
+                    color=TRAINING_PART_COLORS[part],
+                    label=TRAINING_PARTS[part] if i == 0 else None,
+                )
+                left += width
+            if not parts:
+                ax.barh(i, total, color="0.75", label="whole step (compiled as one)")
+            ax.errorbar(
+                total, i, xerr=[[max(total - low, 0)], [max(high - total, 0)]], fmt="o", color="0.15", ms=3, capsize=3
+            )
+        ax.set_yticks(range(len(bars)), [name for name, *_ in bars], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel("ms per optimizer step (dot: interleaved median, 95% interval)")
+        ax.set_title(f"{model} · {hardware}", fontsize=9)
+        handles, labels = ax.get_legend_handles_labels()
+        unique = dict(zip(labels, handles))
+        ax.legend(unique.values(), unique.keys(), fontsize=7, ncol=4, loc="lower right", frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def _training_bars(sub: pd.DataFrame) -> list[tuple[str, dict, float, float, float]]:
+    """(name, parts, median step, low, high) for eager, then each mode in display order."""
+    rows = sub.set_index("mode")
+    eager_row = rows.loc["eager"] if "eager" in rows.index else rows.iloc[0]
+    eager_total = float(eager_row["step_ms"] if "eager" in rows.index else eager_row["eager_step_ms"])
+    low, high = (
+        (eager_row["step_ci95_low"], eager_row["step_ci95_high"]) if "eager" in rows.index else (eager_total,) * 2
+    )
+    bars = [("eager", _parts(eager_row, "eager"), eager_total, float(low), float(high))]
+    for mode in _modes(sub):
+        if mode != "eager":
+            row = rows.loc[mode]
+            bars.append((label(mode), _parts(row, "mode"), float(row["step_ms"]), float(row["step_ci95_low"]),
+                         float(row["step_ci95_high"])))  # fmt: skip
+    return bars
+
+
+def _parts(row: pd.Series, side: str) -> dict[str, float]:
+    parts = {part: row.get(f"{side}_{part}") for part in TRAINING_PARTS}
+    return {part: float(value) for part, value in parts.items() if pd.notna(value)}
+
+
 # Each figure's drawing: a figure, or in words why there is nothing to draw.
 FIGURES: dict[str, Callable[[Tables], plt.Figure | str]] = {
     "latency": latency_by_mode,
@@ -504,6 +570,7 @@ FIGURES: dict[str, Callable[[Tables], plt.Figure | str]] = {
     "starts": starts,
     "compile_depth": compile_depth,
     "comparison": comparison,
+    "training": training_steps,
     "distributions": latency_distributions,
     "compile_phases": compile_phase_bars,
     "speedup_heatmap": speedup_heatmap,

@@ -443,3 +443,36 @@ def _memory_sentence(number: int, runs: pd.DataFrame) -> str:
         f"Figure {number} shows each mode's peak memory; the most any mode took over eager's was {row['mode']} for "
         f"{row['model']} on {row['hardware']}, {ratio:.1f}× eager's peak."
     )
+
+
+def training_findings(training: pd.DataFrame) -> list[str]:
+    """Per training experiment and hardware: eager's step, then each mode's step and speedup with its interval and
+    verdict, its compile and the steps after which it pays off, its memory against eager's, and whether its losses,
+    gradients and weights matched eager's."""
+    findings = []
+    for hardware, frame in ((key[0], frame) for key, frame in training.groupby(["hardware", "model"], sort=False)):
+        rows = records(frame)
+        first = rows[0]
+        eager = next((r for r in rows if r["mode"] == "eager" and r["status"] == "ok"), None)
+        eager_ms = eager["step_ms"] if eager else first.get("eager_step_ms")
+        head = f"On {hardware}, {first['train_of']}'s training step ({first['optimizer']}, batch {first['batch_size']})"
+        parts = [f"eager {eager_ms:.2f} ms" if not missing(eager_ms) else "eager did not run"]
+        parts += [_training_mode(r) for r in rows if r["mode"] != "eager"]
+        findings.append(f"{head}: {'; '.join(parts)}.")
+    return findings
+
+
+def _training_mode(r: dict) -> str:
+    if r["status"] != "ok":
+        return f"{r['mode']} {r['status']} ({str(r.get('reason') or '')[:120]})"
+    verdict = "no detectable difference" if r.get("against_noise") == "same" else r.get("against_noise") or "unclear"
+    interval = _interval(r.get("speedup_ci95_low"), r.get("speedup_ci95_high"))
+    said_speedup = f"{_times(r.get('speedup'))} ({interval}): {verdict}" if interval else verdict
+    compiled = ""
+    if not missing(r.get("compile_s")):
+        compiled = (
+            f", its first step compiling {r['compile_s']:.1f} s, paid back after {calls(r['break_even_steps'])} steps"
+        )
+    memory = "" if missing(r.get("memory_ratio")) else f", eager's step memory {r['memory_ratio']:.2f}× its own"
+    checked = "matched eager after its steps" if r.get("correct") is True else f"did not match eager: {r.get('reason')}"
+    return f"{r['mode']} {r['step_ms']:.2f} ms, {said_speedup}{compiled}{memory}; {checked}"

@@ -41,6 +41,7 @@ from .findings import (
     settings_findings,
     start_findings,
     stream_findings,
+    training_findings,
 )
 from .rows import (
     agreeing_means,
@@ -61,6 +62,7 @@ from .rows import (
     unguarded,
     where_time_goes,
 )
+from .tables import inference_only
 
 
 def _data_uri(path: Path) -> str:
@@ -86,8 +88,11 @@ def context(
 ) -> dict:
     """Everything the template shows, from the tables, figures and records the paper's rule declares; of the
     figures, those the manifest says were drawn, numbered in the order a reader meets them."""
-    runs = pd.read_csv(tables["runs"])
-    speedups = pd.read_csv(tables["speedups"])
+    every_run = pd.read_csv(tables["runs"])
+    # The body answers for inference; training steps have their own table and findings (Appendix B).
+    runs = inference_only(every_run)
+    speedups = inference_only(pd.read_csv(tables["speedups"]))
+    training = pd.read_csv(tables["training"])
     summary = pd.read_csv(tables["summary"])
     limits = pd.read_csv(tables["limits"])
     top_ops = pd.read_csv(tables["top_ops"])
@@ -106,7 +111,7 @@ def context(
     by_name = {Path(f).stem: Path(f) for f in figures}
     drawn = read_json(figure_manifest)["figures"]
     caption_of = {Path(c).stem: Path(c) for c in captions}
-    not_ok = runs[runs["status"] != "ok"].to_dict("records")
+    not_ok = every_run[every_run["status"] != "ok"].to_dict("records")
     return {
         "glance": at_a_glance(speedups),
         "title": config.get("title", "compilebench"),
@@ -135,16 +140,18 @@ def context(
         "pay_off_findings": pay_off_findings(pay_off),
         "starts": records(start_paths),
         "start_findings": start_findings(start_paths),
+        "training": records(training),
+        "training_findings": training_findings(training),
         "depth": records(depth),
         "depth_findings": depth_findings(depth),
         "change_findings": change_findings(change, previous) if previous else [],
         "modes": mode_table(runs),
         "summary": agreeing_means(summary, speedups),
-        "counts": runs["status"].value_counts().to_dict(),
-        "jobs": len(runs),
+        "counts": every_run["status"].value_counts().to_dict(),
+        "jobs": len(every_run),
         "hardware": [{**e, "fast_math_note": fast_math_note(e)} for e in envs],
         "limits": records(limits),
-        "cluster": cluster_jobs(runs),
+        "cluster": cluster_jobs(every_run),
         "time_goes": where_time_goes(runs, top_ops),
         "measures": {model: measure_settings(config, model) for model in config["models"]},
         "costs": records(hardware_costs.dropna(subset=["cost_per_million"])),
@@ -181,14 +188,14 @@ def context(
             for r in results
             if any(r[f"published_{k}"] is not None for k in ("median_ms", "compile_s", "tokens_per_s"))
         ],
-        "compiler": runs.to_dict("records"),
+        "compiler": every_run.to_dict("records"),
         "not_ok": not_ok,
-        "unguarded": unguarded(runs),
-        "capped": capped(runs),
+        "unguarded": unguarded(every_run),
+        "capped": capped(every_run),
         "config_blocks": yaml_blocks(config),
         "command": command,
         "config_file": (re.search(r"--configfile (\S+)", command) or [None, "config/config.yaml"])[1],
-        "measuring_span_s": measuring_span_s(runs),
+        "measuring_span_s": measuring_span_s(every_run),
         "code": sorted(
             {
                 (e["code"]["commit"] or "unknown") + (" (uncommitted changes)" if e["code"]["dirty"] else "")
@@ -218,6 +225,7 @@ FIGURE_LEADS = {
     "comparison": "sets each experiment on each hardware entry against the baseline entry, verdict by colour",
     "speedup_heatmap": "draws Table 1's speedups as a grid of model against mode",
     "compile_cost": "sets each mode's speedup against its cold compile",
+    "training": "stacks each training step's forward, backward and optimizer, eager first",
 }
 
 

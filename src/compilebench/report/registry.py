@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..analysis import comparisons
 from ..core.files import read_results, read_starts
-from . import compile_tables, hardware_tables, speedup_tables, start_tables, stream_tables, tables
+from . import compile_tables, hardware_tables, speedup_tables, start_tables, stream_tables, tables, training_tables
 
 RESULTS = "results"  # the run's result files, checked by the runs table first
 PREVIOUS = "previous"  # the result files of `report.compare_with`
@@ -346,3 +346,21 @@ def _starts(src: Sources) -> pd.DataFrame:
 )
 def _start_paths(src: Sources) -> pd.DataFrame:
     return start_tables.start_paths(src.starts, src.results)
+
+
+@table(
+    "training",
+    reads=(RESULTS, "speedups"),
+    caption="""One row per training experiment (a model's ``train:``, measured as ``MODEL.train``) and mode: the
+    median optimizer step (zero_grad, forward, loss, backward, the optimizer's step) with its 95% interval and
+    eager's beside it; the speedup over eager with its interval and verdict, as the speedups table gives them; each
+    side's step split into forward with the loss, backward and the optimizer's step (``eager_forward_ms``, ...,
+    medians of steps timed part by part after the timed phase; empty for a mode that compiles the whole step); each
+    side's peak memory over a step and their ratio (``memory_ratio``, eager over the mode: above 1 the mode needs
+    less); the cold compile of the first step and ``break_even_steps``, after how many steps it has paid for
+    itself; graphs, graph breaks and recompiles; and correctness after k steps (``loss_max_rel``,
+    ``grad_max_rel``, ``param_max_rel``: the largest relative difference from eager's, ``reason`` where it
+    failed).""",
+)
+def _training(src: Sources) -> pd.DataFrame:
+    return training_tables.training(src.results, src.table("speedups"))

@@ -10,7 +10,7 @@ from ..analysis.stats import against_noise, detectable_change, missing, unsteady
 from ..core.modes import COMPILING_KINDS
 from ..core.records import CONFIG_SWEEP_KEYS, SWEEP_KEYS
 from ..core.thresholds import DEFAULT_THRESHOLD
-from .tables import SWEEP_COLUMNS, mode_columns
+from .tables import SWEEP_COLUMNS, inference_only, mode_columns
 
 
 def scaling(runs: pd.DataFrame, results: list[dict] = (), threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
@@ -148,6 +148,7 @@ def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, results: 
         "dtype",
         "batch_size",
         *SWEEP_COLUMNS,
+        "train_of",
         "status",
         "speedup",
         "speedup_ci95_low",
@@ -208,7 +209,9 @@ def eager_beside(results: list[dict]) -> dict[tuple[str, str, str], dict]:
 
 
 def geometric_mean_summary(speedups_table: pd.DataFrame) -> pd.DataFrame:
-    """Geometric-mean speedup per hardware and mode, over the models that ran and passed the correctness check."""
+    """Geometric-mean speedup per hardware and mode, over the models that ran and passed the correctness check (their
+    inference: a training step is another workload, summarized in the training table)."""
+    speedups_table = inference_only(speedups_table)
     passed = speedups_table[(speedups_table["status"] == "ok") & (speedups_table["correct"] == True)]  # noqa: E712
     passed = passed.assign(log_speedup=np.log(passed["speedup"].astype(float)))
     grouped = passed.groupby(["hardware", "mode"], sort=False)

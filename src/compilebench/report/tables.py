@@ -125,6 +125,7 @@ def _run_row(result: dict, path: str) -> dict:
     return {
         **{key: result.get(key) for key in IDENTITY},
         **sweep_columns(result),
+        "train_of": (result.get("spec") or {}).get("train_of"),
         **mode_columns(result.get("mode_settings") or {}),
         "device_name": environment.get("device_name"),
         "torch": environment.get("torch"),
@@ -238,6 +239,11 @@ def sweep_columns(result: dict) -> dict:
     return {"sweep_of": result.get("sweep_of"), **{key: swept.get(key) for key in SWEEP_COLUMNS[1:]}}
 
 
+def inference_only(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of inference experiments: training steps (`train_of` set) are another workload, shown apart."""
+    return frame[frame["train_of"].isna()] if "train_of" in frame else frame
+
+
 def mode_columns(settings: dict) -> dict:
     """The settings a mode ran with, one column each, so that two modes that differ in one option tell apart."""
     options = settings.get("options")
@@ -253,6 +259,9 @@ def mode_columns(settings: dict) -> dict:
         "mode_mark_dynamic": ", ".join(settings.get("mark_dynamic") or []) or None,
         "mode_recompile_limit": settings.get("recompile_limit"),
         "mode_regional": settings.get("regional"),
+        "mode_scope": settings.get("scope"),
+        "mode_optimizer": settings.get("optimizer"),
+        "mode_autograd": settings.get("autograd"),
     }
 
 

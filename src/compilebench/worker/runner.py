@@ -17,7 +17,7 @@ import torch
 from ..core.errors import Unsupported, UserError
 from ..core.experiment import Experiment, ModelSpec
 from ..core.records import error_info, now, result_header
-from . import compile_phases, correctness, profiling, quantization, streams, timing, wrappers
+from . import compile_phases, correctness, profiling, quantization, streams, timing, training, wrappers
 from .dynamo_counters import CompilerHealth
 from .generation import Generation, GreedyGenerator
 from .machine import Load, parallel_capacity
@@ -170,6 +170,8 @@ def measurement(
         probed = probe_cpu_isa(exp.device, machine_probe_folder()) if compiles_with_inductor(exp) else {}
         if exp.spec.stream:
             return {**measure_stream(process), **({"preparation": probed} if probed else {})}
+        if exp.spec.train:
+            return measure_training(process, probed, cache_artifacts, with_profile)
         capacity_before = parallel_capacity(exp.device)
         eager_alone = time_eager_alone(process)
         prepared = prepare(process)
@@ -179,9 +181,7 @@ def measurement(
         load = Load()
         plan = warm_up_sides(process, prepared)
         timed = time_interleaved(process, prepared, plan)
-        if eager_alone is not None:
-            timed["eager_alone_latency_ms"] = eager_alone[0]
-            timed["page_faults"]["eager_alone"] = [eager_alone[1]]
+        with_eager_alone(timed, eager_alone)
         machine = load.report()
         if capacity_before is not None:
             machine["capacity"] = {"before": capacity_before, "after": parallel_capacity(exp.device)}
@@ -230,10 +230,10 @@ class FirstCall:
         }
 
 
-def time_eager_alone(process: Process) -> tuple[list[float], list[int]] | None:
+def time_eager_alone(process: Process, call: Callable | None = None) -> tuple[list[float], list[int]] | None:
     """Eager timed alone before the mode is built (nothing compiled, quantized or traced yet in this process), as a
     user who runs only eager runs it, for as long as one half of the mode's own steady state, and its [page faults,
-    calls]; None for eager."""
+    calls]; None for eager. `call`: eager's call where it is not the model's (a training step)."""
     exp = process.exp
     if exp.mode == "eager":
         return None
@@ -241,8 +241,63 @@ def time_eager_alone(process: Process) -> tuple[list[float], list[int]] | None:
     log.info("timing eager alone, before the mode is built")
     loop = {"iterations": measure.iterations, "max_iterations": measure.max_iterations}
     return timing.alone(
-        eager_call(process), process.clock, warmup=measure.warmup, min_time_s=measure.steady_state_s / 2, **loop
+        call or eager_call(process), process.clock, warmup=measure.warmup, min_time_s=measure.steady_state_s / 2, **loop
     )
+
+
+def with_eager_alone(timed: dict, eager_alone: tuple[list[float], list[int]] | None) -> dict:
+    if eager_alone is not None:
+        timed["eager_alone_latency_ms"] = eager_alone[0]
+        timed["page_faults"]["eager_alone"] = [eager_alone[1]]
+    return timed
+
+
+def measure_training(process: Process, probed: dict, cache_artifacts: str | None, with_profile: bool) -> dict:
+    """A training step (`models.NAME.train`), measured as an inference call is: eager's copies stepped k times and
+    eager timed alone before the mode is built; the mode's copy stepped k times (its first step compiles) and
+    checked against eager's; then both sides' steps warmed up and timed in interleaved blocks, split into forward,
+    backward and optimizer, and their peak memory read."""
+    exp, clock = process.exp, process.clock
+    capacity_before = parallel_capacity(exp.device)
+    runs = training.eager_runs(exp, process.model)
+    eager_alone = time_eager_alone(process, runs.twin.step)
+    options = {"device": exp.device, "dtype": exp.spec.dtype, "workdir": process.workdir, "names": names(exp)}
+    mode, first_s, check = training.mode_run(exp, process.model, runs, clock, options)
+    first = FirstCall(first_s, compile_phases.read(), wrappers.settings_effect(exp.mode_settings, process.code_before))
+    if cache_artifacts:
+        save_cache_artifacts(cache_artifacts)
+    prepared = Prepared(mode.step, runs.eager.step, None, {})
+    load = Load()
+    plan = warm_up_sides(process, prepared)
+    timed = with_eager_alone(time_interleaved(process, prepared, plan), eager_alone)
+    machine = load.report()
+    if capacity_before is not None:
+        machine["capacity"] = {"before": capacity_before, "after": parallel_capacity(exp.device)}
+    split = training.split_parts(runs.eager, mode, clock)
+    sides = {"eager": runs.eager, "mode": mode}
+    peaks = {side: training.step_peak_bytes(trainee, exp.device) for side, trainee in sides.items()}
+    seen = {"memory": memory_report(process), "compiler": process.health.report()}
+    profiled = profile(process, prepared) if with_profile else None
+    work = workload(process.model, exp.spec)
+    work.pop("flops_per_call", None)  # a forward pass's: not a step's
+    return {
+        **first.record(probed),
+        **plan.record(),
+        **timed,
+        **seen,
+        "machine": machine,
+        "correctness": training.summary_check(check),
+        "train_correctness": check,
+        "training": {
+            "optimizer": exp.spec.train.optimizer,
+            "targets": runs.batch.targets,
+            "split_ms": split,
+            "step_peak_bytes": peaks,
+            "memory_rule": training.MEMORY_RULE,
+        },
+        "workload": work,
+        **({"profile": profiled} if profiled else {}),
+    }
 
 
 def eager_call(process: Process) -> Callable[[], Any]:
@@ -405,7 +460,7 @@ class Prepared:
 
 def names(exp: Experiment) -> tuple[str, str]:
     """The mode's and the model's names as the config spells them (a sweep point's model is the swept one)."""
-    return exp.mode or "", exp.spec.sweep_of or exp.spec.stream_of or exp.model
+    return exp.mode or "", exp.spec.sweep_of or exp.spec.stream_of or exp.spec.train_of or exp.model
 
 
 def compiles_with_inductor(exp: Experiment) -> bool:
