@@ -40,6 +40,7 @@ localrules:
     figures,
     paper_html,
     paper_pdf,
+    history_add,
 
 
 include: "rules/assets.smk"

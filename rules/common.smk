@@ -187,7 +187,9 @@ def get_foreign_results(wildcards):
 
 
 def get_final_output():
-    return [layout.PAPER.format(ext=ext) for ext in ("html", "pdf")]
+    """The paper, and with `history:` the run appended to that store once the paper is made."""
+    papers = [layout.PAPER.format(ext=ext) for ext in ("html", "pdf")]
+    return papers + ([layout.HISTORY_ADDED] if config.get("history") else [])
 
 
 def project_relative(paths):
@@ -285,11 +287,12 @@ def table_caption(spec):
 
 
 def get_config_as_run():
-    """The config the paper prints; `strict` and `max_hours` change no output, so they rerun nothing."""
+    """The config the paper prints; `strict`, `max_hours` and `history` change no output of it, so they rerun
+    nothing."""
     return {
         key: value
         for key, value in config.items()
-        if key not in ("strict", "max_hours")
+        if key not in ("strict", "max_hours", "history")
     }
 
 

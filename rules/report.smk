@@ -80,3 +80,20 @@ rule compile_trace_report:
         "../envs/cpu.yaml"
     script:
         "../scripts/compile_trace_report.py"
+
+
+# With `history:`, the finished run appended to that store (SQLite) once its paper is made: appending the same
+# run again adds nothing, so a rerun that measured nothing adds no point.
+rule history_add:
+    input:
+        papers=[layout.PAPER.format(ext=ext) for ext in ("html", "pdf")],
+        results=get_run_results,
+    output:
+        layout.HISTORY_ADDED,
+    log:
+        "logs/report/history.log",
+    params:
+        store=config.get("history"),
+        code=code_of("history_add"),
+    script:
+        "../scripts/history_add.py"

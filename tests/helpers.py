@@ -19,6 +19,7 @@ from compilebench.core.records import START_PATHS
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS_MIRROR = ROOT.parent / "shared" / "assets"
 
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 TINY_MODELS = {
     "resnet": {"source": "torchvision", "arch": "resnet18", "image_size": 32, "config": {"num_classes": 10}},
     "vit": {

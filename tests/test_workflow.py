@@ -18,6 +18,7 @@ import pytest
 import yaml
 from helpers import (
     ASSETS_MIRROR,
+    CHROMIUM,
     DRY_RUNS,
     PAPER_SECTIONS,
     TINY_MODELS,
@@ -155,9 +156,6 @@ def test_the_pdf_numbers_its_figures_in_order_and_prints_none_drawn_empty(finish
     assert len(numbers) == sum(f["not_drawn"] is None for f in manifest)  # a figure with nothing is not printed
     text = " ".join(subprocess.run(["pdftotext", pdf, "-"], capture_output=True, text=True, check=True).stdout.split())
     assert all(f"Figure {n}." in text for n in numbers)
-
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")

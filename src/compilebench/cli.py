@@ -1,5 +1,5 @@
 """compilebench's command line: `run` one experiment, `reference` its eager output, `env` a hardware record,
-`check` a config file, `compare` two runs."""
+`check` a config file, `compare` two runs, `history` keep runs over time."""
 
 from __future__ import annotations
 
@@ -55,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
         help="exit 1 when either run measured an experiment unstably (a busy machine), so that CI reruns it",
     )
     p.add_argument("--out", type=Path, help="write the comparison as CSV")
+    _history_parser(sub)
     p = sub.add_parser("check", help="validate a config or experiment file, as the workflow does before any job")
     p.add_argument("--config", type=Path, default=Path("config/config.yaml"), help="pipeline config (YAML)")
     p.add_argument(
@@ -63,6 +64,56 @@ def _parser() -> argparse.ArgumentParser:
         help="fail when the config plans a longer measurement (overrides max_hours); a positive number",
     )
     return parser
+
+
+def _history_parser(sub) -> None:
+    history = sub.add_parser("history", help="keep finished runs in one store; find changes; draw a dashboard")
+    verbs = history.add_subparsers(dest="verb", required=True)
+    p = verbs.add_parser("add", help="append a finished run to the store (made where missing)")
+    p.add_argument("project", type=Path, help="the run: a project folder, or its results/ folder")
+    p.add_argument("--store", type=Path, required=True, help="the history store (an SQLite file)")
+    p = verbs.add_parser("regressions", help="the latest change of each series; exit 1 on a regression if asked")
+    p.add_argument("--store", type=Path, required=True, help="the history store (an SQLite file)")
+    p.add_argument("--since", help="only changes at or after this run (its id, or the start of it)")
+    p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a latest change is a regression")
+    p = verbs.add_parser("report", help="write the history's dashboard: a static site, no server needed")
+    p.add_argument("--store", type=Path, required=True, help="the history store (an SQLite file)")
+    p.add_argument("out", type=Path, help="the folder to write the site into")
+
+
+def history(args: argparse.Namespace) -> int:
+    from .history import changes, dashboard, store
+
+    if args.verb == "add":
+        print(store.add(args.project, args.store).said(args.store))
+        return 0
+    with store.opened(args.store) as connection:
+        series = changes.read_series(connection)
+        runs = [row[0] for row in connection.execute("SELECT run_id FROM runs ORDER BY finished_at, run_id")]
+    found = changes.all_changes(series)
+    if args.verb == "report":
+        written = dashboard.write_site(series, found, len(runs), args.out)
+        print(f"wrote {len(written)} pages to {args.out} ({len(series)} series over {len(runs)} runs)")
+        return 0
+    try:
+        latest = changes.latest_changes(found, args.since, runs)
+    except ValueError:
+        raise configuration.UserError(
+            f"--since {args.since!r} names no run of {args.store}: expected a run id (or its start), one of "
+            f"{', '.join(run[:12] for run in runs)}."
+        ) from None
+    for (hardware, model, mode, metric), change in sorted(latest.items()):
+        flag = "  REGRESSION" if change.regression else ""
+        print(
+            f"{hardware}/{model}/{mode} {metric}: {change.before:.4g} → {change.after:.4g}, {change.ratio:.3f}× "
+            f"(95% CI {change.ci95[0]:.3f}–{change.ci95[1]:.3f}): {change.verdict}{flag}, at run "
+            f"{runs.index(change.run_id) + 1} of {len(runs)} ({change.run_id[:12]}, {change.finished_at}"
+            f"{', torch ' + change.torch if change.torch else ''})"
+        )
+    regressed = sum(change.regression for change in latest.values())
+    print(f"{len(series)} series over {len(runs)} runs: {len(latest)} with a change, {regressed} regressed "
+          f"({changes.METHOD})")  # fmt: skip
+    return 1 if args.fail_on_regression and regressed else 0
 
 
 def _positive_hours(text: str) -> float:
@@ -82,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "compare":
             return compare(args)
+        if args.command == "history":
+            return history(args)
         config = configuration.load(args.config)
         if args.command == "check":
             per_entry = sum(len(schema.model_modes(config, m)) for m in config["models"])

@@ -34,7 +34,8 @@ LAYERS: dict[str, frozenset[str]] = {
     "worker": frozenset({"core"}),
     "report": frozenset({"core", "configuration", "analysis"}),
     "pipeline": frozenset({"core", "configuration", "parent", "report"}),
-    "": frozenset({"core", "configuration", "analysis", "parent", "worker", "report", "pipeline"}),
+    "history": frozenset({"core", "analysis"}),
+    "": frozenset({"core", "configuration", "analysis", "parent", "worker", "report", "pipeline", "history"}),
 }
 # Outside the worker, torch is imported only to fetch pretrained weights through torchvision (the download job).
 TORCH_OUTSIDE_THE_WORKER = frozenset({"parent.assets"})

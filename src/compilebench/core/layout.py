@@ -40,6 +40,7 @@ COMPILE_TRACE_REPORT = str(REPORT_OUT / "compile_traces" / "{hardware}" / "{mode
 TABLE = str(TABLES_DIR / "{table}.csv")
 FIGURE = str(FIGURES_DIR / "{figure}.{ext}")
 PAPER = str(REPORT_OUT / "paper.{ext}")
+HISTORY_ADDED = str(RESULTS / "history.json")  # what `history:` appended: the store, the run, whether it was new
 
 # Every tidy table is declared in `registry.TABLES`.
 

@@ -1,0 +1,224 @@
+"""A history of finished runs in one SQLite file a user can query with standard tools: each run's identity, every
+result's summary and per-process values (so intervals can be recomputed), starts and compile times.
+
+Appending the same run twice adds nothing (a run is its results: their experiments and when each was measured);
+two appends at once wait for each other (SQLite's write lock, taken before anything is read); a store written by
+a newer compilebench is refused with both versions named.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import statistics
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..analysis.run_folders import run_results
+from ..core.errors import UserError
+from ..core.files import read_json
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 120  # how long an append waits for another one to finish
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,      -- sha256 of the run's experiments and when each was measured
+    finished_at TEXT NOT NULL,    -- when the run's last result was measured (ISO 8601)
+    added_at TEXT NOT NULL,
+    project TEXT NOT NULL,        -- the folder it was added from
+    code_commit TEXT,
+    code_dirty INTEGER,
+    config_sha256 TEXT NOT NULL,  -- sha256 of the run's experiment fingerprints
+    torch TEXT,                   -- the torch versions of its hardware entries, joined by ', '
+    environments TEXT NOT NULL    -- JSON: each hardware entry's environment record
+);
+CREATE TABLE IF NOT EXISTS results (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    hardware TEXT NOT NULL, model TEXT NOT NULL, mode TEXT NOT NULL,
+    status TEXT NOT NULL,
+    experiment_sha256 TEXT NOT NULL,
+    torch TEXT,
+    error TEXT,
+    PRIMARY KEY (run_id, hardware, model, mode)
+);
+CREATE TABLE IF NOT EXISTS measurements (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    hardware TEXT NOT NULL, model TEXT NOT NULL, mode TEXT NOT NULL,
+    metric TEXT NOT NULL,         -- latency_ms, speedup, compile_s, compile_warm_s, peak_bytes, start_s:PATH
+    value REAL NOT NULL,
+    ci_low REAL, ci_high REAL,
+    PRIMARY KEY (run_id, hardware, model, mode, metric)
+);
+CREATE TABLE IF NOT EXISTS process_values (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    hardware TEXT NOT NULL, model TEXT NOT NULL, mode TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    replicate INTEGER NOT NULL,   -- a measuring process, or a fresh start
+    value REAL NOT NULL,
+    PRIMARY KEY (run_id, hardware, model, mode, metric, replicate)
+);
+"""
+
+# Each metric: which way is worse, and the share of change beyond which a change is a regression (as PyTorch's
+# compiler dashboard judges speedups and compile times).
+METRICS = {
+    "latency_ms": ("higher", 0.05),
+    "speedup": ("lower", 0.05),
+    "compile_s": ("higher", 0.15),
+    "compile_warm_s": ("higher", 0.15),
+    "start_s": ("higher", 0.15),
+    "peak_bytes": ("higher", 0.15),
+}
+
+
+def metric_kind(metric: str) -> str:
+    """`start_s:cold` is a start_s metric."""
+    return metric.split(":", 1)[0]
+
+
+@contextmanager
+def opened(path: str | Path, *, create: bool = False) -> Iterator[sqlite3.Connection]:
+    """The store at `path`, its schema checked (and made, where `create` and the file is new or empty)."""
+    path = Path(path)
+    if not create and not path.is_file():
+        raise UserError(f"The history store {path} does not exist: expected a file made by `compilebench history add`.")
+    try:
+        connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"The history store {path} cannot be read as SQLite ({exc}): expected a store made by "
+                        "`compilebench history add`.") from None  # fmt: skip
+    try:
+        if version > SCHEMA_VERSION:
+            raise UserError(
+                f"The history store {path} has schema version {version}, written by a newer compilebench; this one "
+                f"reads version {SCHEMA_VERSION}: upgrade compilebench, or start a new store."
+            )
+        if not tables:
+            if not create:
+                raise UserError(
+                    f"The history store {path} is empty: expected runs added by `compilebench history add`."
+                )
+            _create(connection)
+        elif version < 1 or "runs" not in tables:
+            raise UserError(f"The history store {path} is an SQLite file of something else: expected a compilebench "
+                            "history store (its own tables, schema version 1).")  # fmt: skip
+        yield connection
+    finally:
+        connection.close()
+
+
+def _create(connection: sqlite3.Connection) -> None:
+    """The tables, in one transaction under the write lock: a second store made at once finds them there."""
+    connection.executescript(f"BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
+
+
+@dataclass(frozen=True)
+class Added:
+    run_id: str
+    new: bool
+    results: int
+    finished_at: str
+
+    def said(self, store: str | Path) -> str:
+        if not self.new:
+            return f"{store} already holds this run ({self.run_id[:12]}, finished {self.finished_at}): nothing added"
+        return f"added run {self.run_id[:12]} (finished {self.finished_at}, {self.results} results) to {store}"
+
+
+def add(project: str | Path, store: str | Path) -> Added:
+    """Append the finished run in `project` (a project folder or its results/) to the store, made where missing."""
+    results = run_results(project)  # refuses a run whose results fail to read, naming the file
+    folder = Path(project)
+    folder = folder if (folder / "runs").is_dir() else folder / "results"
+    environments = {path.stem: read_json(path) for path in sorted((folder / "env").glob("*.json"))}
+    run = _run_row(results, environments, Path(project).resolve())
+    with opened(store, create=True) as connection:
+        connection.execute("BEGIN IMMEDIATE")  # the write lock first: a second append waits, then finds the run
+        try:
+            if connection.execute("SELECT 1 FROM runs WHERE run_id = ?", (run["run_id"],)).fetchone():
+                connection.execute("ROLLBACK")
+                return Added(run["run_id"], False, len(results), run["finished_at"])
+            connection.execute(f"INSERT INTO runs ({', '.join(run)}) VALUES ({', '.join('?' * len(run))})",
+                               tuple(run.values()))  # fmt: skip
+            for key, result in sorted(results.items()):
+                _insert_result(connection, run["run_id"], key, result, environments)
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+    return Added(run["run_id"], True, len(results), run["finished_at"])
+
+
+def _run_row(results: dict, environments: dict, project: Path) -> dict:
+    identity = sorted(
+        (f"{h}/{m}/{mode}", r["experiment_sha256"], r.get("finished_at") or r.get("started_at") or "")
+        for (h, m, mode), r in results.items()
+    )
+    finished = max((r.get("finished_at") or r.get("started_at") or "" for r in results.values()), default="")
+    code = next((e.get("code") for e in environments.values() if e.get("code")), None) or {}
+    torch_versions = sorted({e.get("torch") for e in environments.values() if e.get("torch")})
+    return {
+        "run_id": hashlib.sha256(json.dumps(identity).encode()).hexdigest(),
+        "finished_at": finished,
+        "added_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "project": str(project),
+        "code_commit": code.get("commit"),
+        "code_dirty": None if code.get("dirty") is None else int(bool(code["dirty"])),
+        "config_sha256": hashlib.sha256(json.dumps(sorted(x[1] for x in identity)).encode()).hexdigest(),
+        "torch": ", ".join(torch_versions) or None,
+        "environments": json.dumps(environments, sort_keys=True, default=str),
+    }
+
+
+def _insert_result(connection, run_id: str, key: tuple, result: dict, environments: dict) -> None:
+    hardware, model, mode = key
+    error = (result.get("error") or {}).get("message")
+    torch = (result.get("environment") or {}).get("torch") or (environments.get(hardware) or {}).get("torch")
+    connection.execute(
+        "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (run_id, hardware, model, mode, result["status"], result["experiment_sha256"], torch, error),
+    )
+    if result["status"] != "ok":
+        return
+    for metric, (value, low, high), replicates in measured_values(result):
+        connection.execute("INSERT INTO measurements VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           (run_id, hardware, model, mode, metric, value, low, high))  # fmt: skip
+        connection.executemany(
+            "INSERT INTO process_values VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(run_id, hardware, model, mode, metric, k, v) for k, v in enumerate(replicates, 1)],
+        )
+
+
+def measured_values(result: dict) -> list[tuple[str, tuple, list[float]]]:
+    """Each metric an ok result gives: (metric, (value, ci_low, ci_high), one value per process or start)."""
+    processes = result.get("processes") or []
+    stats = result.get("stats") or {}
+    low, high = stats.get("ci95_ms") or (None, None)
+    out = [("latency_ms", (stats["median_ms"], low, high), [p["median_ms"] for p in processes if "median_ms" in p])]
+    speedup = result.get("speedup") if result["mode"] != "eager" else None
+    if speedup and speedup.get("value") is not None:
+        per = [p["speedup"]["value"] for p in processes if (p.get("speedup") or {}).get("value") is not None]
+        out.append(("speedup", (speedup["value"], *speedup["ci95"]), per))
+    if result["mode"] != "eager" and result.get("compile_s") is not None:
+        cold = result.get("compile_cold_samples_s") or [result["compile_s"]]
+        out.append(("compile_s", (result["compile_s"], None, None), cold))
+    if result.get("compile_warm_s") is not None:
+        warm = result.get("compile_warm_samples_s") or [result["compile_warm_s"]]
+        out.append(("compile_warm_s", (result["compile_warm_s"], None, None), warm))
+    peak = (result.get("memory") or {}).get("peak_bytes")
+    if peak:
+        out.append(("peak_bytes", (float(peak), None, None), [float(peak)]))
+    by_path: dict[str, list[float]] = {}
+    for row in result.get("start_rows") or []:
+        if row.get("status") == "ok" and row.get("total_s") is not None:
+            by_path.setdefault(row["path"], []).append(row["total_s"])
+    for path, totals in by_path.items():
+        out.append((f"start_s:{path}", (statistics.median(totals), None, None), totals))
+    return out

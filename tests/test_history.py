@@ -1,0 +1,161 @@
+"""Results over time: a store of finished runs, changes along each series, the regressions gate and the dashboard,
+on histories of synthetic runs with a known step and without one."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import CHROMIUM
+from synthetic import synthetic_results
+
+from compilebench.analysis.stats import summarize
+from compilebench.history import changes, store
+
+RUNS = 10
+STEP_AT = 6  # the first run of the slower level, counted from 1
+
+
+def compilebench(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "compilebench.cli", *map(str, args)], capture_output=True, text=True)
+
+
+def synthetic_run(folder: Path, number: int, factor: float, rng: np.random.Generator) -> Path:
+    """One finished run: the synthetic results, every mode's calls `factor` times as long and each result a little
+    off its neighbours' (run-to-run noise of about 1%), measured at hour `number` of a day."""
+    paths = synthetic_results(folder / "results", hardware=("cpu",))
+    for path in paths:
+        result = json.loads(path.read_text())
+        when = f"2026-11-{number:02d}T03:00:00+00:00"
+        result["started_at"] = result["finished_at"] = when
+        if result["status"] == "ok":
+            scale = factor * float(np.exp(rng.normal(0, 0.01)))
+            result["latency_ms"] = [x * scale for x in result["latency_ms"]]
+            result["stats"] = summarize(result["latency_ms"], resamples=200)
+            for process in result.get("processes") or []:
+                process["latency_ms"] = [x * scale for x in process["latency_ms"]]
+                process["median_ms"] = float(np.median(process["latency_ms"]))
+        path.write_text(json.dumps(result))
+    return folder
+
+
+def history(tmp_path: Path, factors: list[float], seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    path = tmp_path / "history.sqlite"
+    for number, factor in enumerate(factors, 1):
+        store.add(synthetic_run(tmp_path / f"run{number}", number, factor, rng), path)
+    return path
+
+
+def found(path: Path) -> dict:
+    with store.opened(path) as connection:
+        return changes.all_changes(changes.read_series(connection))
+
+
+def test_a_step_from_run_k_is_found_at_run_k_with_its_size_and_the_gate_fails(tmp_path):
+    path = history(tmp_path, [1.0] * (STEP_AT - 1) + [1.2] * (RUNS - STEP_AT + 1))
+    latency = {key: c for key, c in found(path).items() if key[3] == "latency_ms"}
+    assert latency and all(len(c) == 1 and c[0].at == STEP_AT - 1 for c in latency.values()), latency
+    change = next(iter(latency.values()))[0]
+    assert change.regression and change.verdict == "slower"
+    assert change.ci95[0] <= 1 / 1.2 * 1.02 and change.ratio == pytest.approx(1 / 1.2, rel=0.03)
+    done = compilebench("history", "regressions", "--store", path, "--fail-on-regression")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"at run {STEP_AT} of {RUNS}" in done.stdout and "REGRESSION" in done.stdout
+    assert compilebench("history", "regressions", "--store", path).returncode == 0  # a report without the flag
+
+
+def test_an_aa_history_of_the_same_size_reports_no_change(tmp_path):
+    path = history(tmp_path, [1.0] * RUNS, seed=1)
+    assert {key: c for key, c in found(path).items() if c} == {}
+    done = compilebench("history", "regressions", "--store", path, "--fail-on-regression")
+    assert done.returncode == 0 and "0 with a change, 0 regressed" in done.stdout
+
+
+def test_the_same_run_twice_adds_nothing_and_two_appends_at_once_lose_nothing(tmp_path):
+    rng = np.random.default_rng(0)
+    runs = [synthetic_run(tmp_path / f"run{k}", k, 1.0, rng) for k in (1, 2, 3)]
+    path = tmp_path / "history.sqlite"
+    assert store.add(runs[0], path).new and not store.add(runs[0], path).new
+    both = [subprocess.Popen([sys.executable, "-m", "compilebench.cli", "history", "add", str(run), "--store",
+                              str(path)], stdout=subprocess.PIPE, text=True) for run in runs[1:]]  # fmt: skip
+    assert [p.wait() for p in both] == [0, 0]
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert connection.execute("SELECT COUNT(*) FROM runs").fetchone() == (3,)
+        per_run = connection.execute("SELECT COUNT(*) FROM results GROUP BY run_id").fetchall()
+    assert len(set(per_run)) == 1
+
+
+def test_a_newer_store_a_broken_store_and_a_run_with_a_bad_result_are_refused_naming_them(tmp_path):
+    path = history(tmp_path, [1.0, 1.0])
+    with sqlite3.connect(path) as connection:
+        connection.execute(f"PRAGMA user_version = {store.SCHEMA_VERSION + 1}")
+    done = compilebench("history", "regressions", "--store", path)
+    assert done.returncode == 2 and f"schema version {store.SCHEMA_VERSION + 1}" in done.stderr
+    assert f"reads version {store.SCHEMA_VERSION}" in done.stderr
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_text("not a database at all " * 100)
+    done = compilebench("history", "report", "--store", garbage, tmp_path / "site")
+    assert done.returncode == 2 and str(garbage) in done.stderr
+    bad = synthetic_run(tmp_path / "bad", 9, 1.0, np.random.default_rng(0))
+    broken = bad / "results" / "runs" / "cpu" / "resnet" / "eager.json"
+    broken.write_text(broken.read_text()[:100])
+    done = compilebench("history", "add", bad, "--store", tmp_path / "fresh.sqlite")
+    assert done.returncode == 2 and "eager.json" in done.stderr
+    assert not (tmp_path / "fresh.sqlite").exists()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
+def test_the_dashboard_opens_offline_every_chart_has_data_and_no_console_errors(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    path = history(tmp_path, [1.0] * 4 + [1.2] * 4)
+    site = tmp_path / "site"
+    done = compilebench("history", "report", "--store", path, site)
+    assert done.returncode == 0, done.stderr
+    pages = sorted(site.glob("*.html"))
+    assert site / "index.html" in pages and len(pages) == 3  # the overview, and cpu × resnet, cpu × llama
+    errors, charts, requests = [], [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"], timeout=180_000)
+        page = browser.new_page()
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("request", lambda request: requests.append(request.url))
+        page.goto((site / "index.html").as_uri())
+        sparklines = page.eval_on_selector_all("svg.sparkline polyline", "ls => ls.map(l => l.getAttribute('points'))")
+        assert "REGRESSION" in page.inner_text("body")
+        for other in (page_ for page_ in pages if page_.name != "index.html"):
+            page.goto(other.as_uri())
+            charts += page.eval_on_selector_all("svg.trend", "ss => ss.map(s => s.querySelectorAll('circle').length)")
+        page.uncheck("input[data-mode='compile-default']")  # the filter hides that mode's charts
+        hidden = page.eval_on_selector_all(".chart[data-mode='compile-default']", "cs => cs.map(c => c.offsetHeight)")
+        browser.close()
+    assert errors == [] and all(url.startswith("file://") for url in requests)
+    assert sparklines and all(len(points.split()) == 8 for points in sparklines)
+    assert charts and all(n == 8 for n in charts) and hidden and set(hidden) == {0}
+
+
+def test_the_workflow_appends_its_run_to_the_history_the_config_names_and_nothing_twice(finished, tmp_path):
+    from helpers import snakemake
+
+    project, _, _ = finished
+    path = tmp_path / "team-history.sqlite"
+    done = snakemake(project, "--config", f"history={path}")
+    assert "history_add" in done.stderr and "benchmark_" not in done.stderr  # it measures nothing again
+    added = json.loads((project / "results" / "history.json").read_text())
+    assert added["new"] and added["store"] == str(path)
+    with store.opened(path) as connection:
+        (runs,) = connection.execute("SELECT COUNT(*) FROM runs").fetchone()
+        statuses = dict(connection.execute("SELECT status, COUNT(*) FROM results GROUP BY status").fetchall())
+        torch = connection.execute("SELECT torch FROM runs").fetchone()[0]
+    assert runs == 1 and statuses["ok"] >= 10 and statuses["failed"] == 2 and torch
+    again = compilebench("history", "add", project, "--store", path)
+    assert again.returncode == 0 and "already holds this run" in again.stdout
+    (project / "results" / "history.json").unlink()  # the shared run as the other tests expect it
