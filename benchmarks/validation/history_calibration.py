@@ -1,10 +1,10 @@
 """How often does `compilebench history` call a change that is not there, and how soon does it find one that is?
 
 Runs one config `--runs` times on this machine (each a full `snakemake --cores 4` in the same project, its
-measurements redone), keeps each run's results, and builds two histories from them: the runs as they are (an
-A/A history: every change found is a false alarm) and the same runs with every mode's calls 1.2 times as long
-from run `--step-at` on (an injected step: found or not, and how many runs late). Prints, per history, each
-series' changes, then the false alarms per series and the detection and delay per series.
+measurements redone), keeps each run's results, and builds histories from them: the runs as they are (an A/A
+history: every change found is a false alarm) and, per mode of `--step-modes`, the same runs with that mode's
+calls 1.2 times as long from run `--step-at` on (an injected step: found or not, and how many runs late).
+Prints the false alarms per series, then the detection and delay per stepped series.
 
     python benchmarks/validation/history_calibration.py [--config benchmarks/validation/history_aa.yaml]
         [--runs 8] [--step-at 5] [--keep /tmp/history-calibration]
@@ -45,24 +45,25 @@ def run_once(project: Path, keep: Path) -> None:
     print(f"{keep.name}: {time.perf_counter() - begin:.0f} s", flush=True)
 
 
-def stepped_copy(run: Path, dest: Path, factor: float) -> Path:
-    """A kept run with every mode's calls `factor` times as long (eager's beside them untouched), its summaries
-    recomputed: what a change that slowed every compiled mode would have left."""
+def stepped_copy(run: Path, dest: Path, factor: float, mode: str) -> Path:
+    """A kept run with mode `mode`'s calls `factor` times as long (eager's beside them untouched, so that its
+    speedup falls by as much), its summaries recomputed: what a change that slowed that mode would have left."""
     shutil.copytree(run, dest)
-    for path in (dest / "results" / "runs").rglob("*.json"):
+    for path in (dest / "results" / "runs").rglob(f"{mode}.json"):
         result = json.loads(path.read_text())
-        if result["status"] == "ok" and result["mode"] != "eager":
-            result["latency_ms"] = [x * factor for x in result["latency_ms"]]
-            result["stats"] = {**result["stats"], **summarize(result["latency_ms"], resamples=200)}
-            speedup = result.get("speedup")
-            if speedup:
-                speedup["value"] /= factor
-                speedup["ci95"] = [x / factor for x in speedup["ci95"]]
-            for process in result.get("processes") or []:
-                process["median_ms"] *= factor
-                if process.get("speedup"):
-                    process["speedup"]["value"] /= factor
-            path.write_text(json.dumps(result))
+        if result["status"] != "ok":
+            continue
+        result["latency_ms"] = [x * factor for x in result["latency_ms"]]
+        result["stats"] = {**result["stats"], **summarize(result["latency_ms"], resamples=200)}
+        speedup = result.get("speedup") if mode != "eager" else None
+        if speedup:
+            speedup["value"] /= factor
+            speedup["ci95"] = [x / factor for x in speedup["ci95"]]
+        for process in result.get("processes") or []:
+            process["median_ms"] *= factor
+            if process.get("speedup") and mode != "eager":
+                process["speedup"]["value"] /= factor
+        path.write_text(json.dumps(result))
     return dest
 
 
@@ -81,6 +82,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--step-at", type=int, default=5, help="the first run of the slower level, from 1")
     parser.add_argument("--keep", type=Path, default=Path("/tmp/history-calibration"))
+    parser.add_argument("--step-modes", nargs="+", default=["eager", "compile-default"], help="the modes stepped")
     args = parser.parse_args()
     project = args.keep / "project"
     if not project.is_dir():
@@ -93,17 +95,16 @@ def main() -> int:
         if not (run / "results").is_dir():
             run_once(project, run)
     aa = build(runs, args.keep / "aa.sqlite")
-    stepped_runs = (
-        [
-            run if k < args.step_at else stepped_copy(run, args.keep / "stepped" / run.name, STEP)
+    stepped = {}
+    for mode in args.step_modes:
+        folder = args.keep / f"stepped-{mode}"
+        shutil.rmtree(folder, ignore_errors=True)
+        stepped_runs = [
+            run if k < args.step_at else stepped_copy(run, folder / run.name, STEP, mode)
             for k, run in enumerate(runs, 1)
         ]
-        if not (args.keep / "stepped").exists()
-        else [  # fmt: skip
-            run if k < args.step_at else args.keep / "stepped" / run.name for k, run in enumerate(runs, 1)
-        ]
-    )
-    stepped = build(stepped_runs, args.keep / "stepped.sqlite")
+        found = build(stepped_runs, args.keep / f"stepped-{mode}.sqlite")
+        stepped.update({key: c for key, c in found.items() if key[2] == mode and key[3] in ("latency_ms", "speedup")})
     print(f"\nA/A history, {args.runs} runs ({changes.METHOD}):")
     alarms = {key: found for key, found in aa.items() if found}
     for key, found in sorted(alarms.items()):
@@ -111,10 +112,8 @@ def main() -> int:
         print(f"  false alarm: {'/'.join(key[:3])} {key[3]}: {said}")
     print(f"  {len(alarms)} of {len(aa)} series with a change found (false alarms), "
           f"{sum(c.regression for f in alarms.values() for c in f)} of them called a regression")  # fmt: skip
-    print(f"\nthe same runs with a {STEP}x step in every mode's calls from run {args.step_at}:")
-    targets = {
-        key: found for key, found in stepped.items() if key[2] != "eager" and key[3] in ("latency_ms", "speedup")
-    }
+    print(f"\nthe same runs with a {STEP}x step in one mode's calls from run {args.step_at}, mode by mode:")
+    targets = stepped
     delays = []
     for key, found in sorted(targets.items()):
         hit = [c for c in found if c.at + 1 >= args.step_at]

@@ -15,10 +15,15 @@ from ..analysis.levels import noise_scale
 from ..analysis.stats import verdict
 from .store import METRICS, metric_kind
 
-METHOD = "ruptures PELT (l2 cost on log values) over runs, confirmed by Welch's t-test on per-process values"
+METHOD = (
+    "ruptures PELT (l2 cost on log values) over runs, confirmed by Welch's t-test on per-process values "
+    "(p below 0.01 over the places a change could be)"
+)
 MIN_RUNS = 2  # the fewest runs on either side of a change
-PENALTY = 4.0  # in units of the series' run-to-run variance times log(runs); calibrated on A/A and stepped series
-ALPHA = 0.01  # a change is confirmed where Welch's test between its sides gives p below this
+PENALTY = 1.5  # in units of the series' run-to-run variance times log(runs); calibrated on A/A and stepped series
+# A change is confirmed where Welch's test between its sides gives p below this over the number of places a change
+# could have been put (Bonferroni): the test reads the data that chose the place.
+ALPHA = 0.01
 NOISE_FLOOR = 0.01  # the run-to-run spread assumed at least (log scale): a series of identical values has none
 
 
@@ -94,13 +99,14 @@ def changes(points: list[Point], metric: str) -> list[Change]:
     found = []
     for i, at in enumerate(breaks):
         before, after = points[bounds[i] : at], points[at : bounds[i + 2]]
-        change = _confirmed(before, after, at, points[at], metric)
+        places = values.size - 2 * MIN_RUNS + 1
+        change = _confirmed(before, after, at, points[at], metric, ALPHA / places)
         if change is not None:
             found.append(change)
     return found
 
 
-def _confirmed(before: list[Point], after: list[Point], at: int, first: Point, metric: str) -> Change | None:
+def _confirmed(before: list[Point], after: list[Point], at: int, first: Point, metric: str, alpha: float):
     from scipy import stats as scipy_stats
 
     a = np.log([x for p in before for x in p.replicates if x > 0])
@@ -108,7 +114,7 @@ def _confirmed(before: list[Point], after: list[Point], at: int, first: Point, m
     if a.size < 2 or b.size < 2:
         return None
     test = scipy_stats.ttest_ind(b, a, equal_var=False)
-    if not test.pvalue < ALPHA:
+    if not test.pvalue < alpha:
         return None
     worse, threshold = METRICS[metric_kind(metric)]
     difference = float(b.mean() - a.mean())  # log of after over before
