@@ -92,6 +92,8 @@ rule history_add:
         layout.HISTORY_ADDED,
     log:
         "logs/report/history.log",
+    conda:
+        "../envs/cpu.yaml"
     params:
         store=config.get("history"),
         code=code_of("history_add"),

@@ -150,11 +150,11 @@ def sparkline(points: list[Point], changes: list[Change], width: int = 120, heig
 
 
 def trend_chart(points: list[Point], changes: list[Change], width: int = 480, height: int = 200) -> str:
-    left, pad = 56, 12
+    left, pad, inset = 56, 12, 10  # the first run's dot clear of the axis
     values = [p.value for p in points]
     spans = [v for p in points for v in (p.ci_low, p.ci_high) if v is not None and math.isfinite(v)]
     low, per = _scale(values + spans, height, pad)
-    step = (width - left - pad) / max(1, len(points) - 1)
+    step = (width - left - pad - inset) / max(1, len(points) - 1)
 
     def y(v: float) -> float:
         return height - pad - (v - low) * per
@@ -163,10 +163,10 @@ def trend_chart(points: list[Point], changes: list[Change], width: int = 480, he
     for v in (low + (height - 2 * pad) / per * f for f in (0.0, 0.5, 1.0)):
         parts.append(f'<text x="{left - 4}" y="{y(v) + 4:.1f}" font-size="10" text-anchor="end">{v:.3g}</text>')
     for c in changes:
-        x = left + c.at * step
+        x = left + inset + c.at * step
         parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{pad}" y2="{height - pad}" stroke="#b00020" />')
     for i, p in enumerate(points):
-        x = left + i * step
+        x = left + inset + i * step
         if p.ci_low is not None and p.ci_high is not None:
             parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y(p.ci_low):.1f}" y2="{y(p.ci_high):.1f}" '
                          'stroke="#7aa6d8" />')  # fmt: skip

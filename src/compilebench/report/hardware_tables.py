@@ -7,6 +7,7 @@ import pandas as pd
 
 from ..analysis.comparisons import baseline_of
 from ..core.peaks import computed_lookup, lookup
+from .tables import inference_only
 
 
 def limits(runs: pd.DataFrame, peak_overrides: dict[str, dict | None]) -> pd.DataFrame:
@@ -15,9 +16,10 @@ def limits(runs: pd.DataFrame, peak_overrides: dict[str, dict | None]) -> pd.Dat
 
     Text generation reads every weight once per decode step, so its limit is memory bandwidth:
     parameter bytes x decode steps per second. Other models report FLOP/s against FLOP/s
-    in the dtype the arithmetic ran in.
+    in the dtype the arithmetic ran in. A training step has neither figure: it is left out.
     """
     rows = []
+    runs = inference_only(runs)
     for run in runs[runs["status"] == "ok"].to_dict("records"):
         threads = int_or_none(run.get("threads"))
         peak = lookup(run.get("device_name"), peak_overrides.get(run["hardware"]), threads)
