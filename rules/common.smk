@@ -186,10 +186,13 @@ def get_foreign_results(wildcards):
     )
 
 
+def get_papers():
+    return [layout.PAPER.format(ext=ext) for ext in ("html", "pdf")]
+
+
 def get_final_output():
     """The paper, and with `history:` the run appended to that store once the paper is made."""
-    papers = [layout.PAPER.format(ext=ext) for ext in ("html", "pdf")]
-    return papers + ([layout.HISTORY_ADDED] if config.get("history") else [])
+    return get_papers() + ([layout.HISTORY_ADDED] if config.get("history") else [])
 
 
 def project_relative(paths):
@@ -245,7 +248,8 @@ WORKFLOW_TABLE_PARAMS = {
     "expected": get_run_identities,
     "foreign": get_foreign_results,
     "start_identities": get_start_identities,
-    "downstream": get_final_output(),
+    # the paper a rejected result removes (naming a history store in the config reruns no table)
+    "downstream": get_papers(),
 }
 
 

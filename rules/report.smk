@@ -86,7 +86,7 @@ rule compile_trace_report:
 # run again adds nothing, so a rerun that measured nothing adds no point.
 rule history_add:
     input:
-        papers=[layout.PAPER.format(ext=ext) for ext in ("html", "pdf")],
+        papers=get_papers(),
         results=get_run_results,
     output:
         layout.HISTORY_ADDED,
