@@ -40,12 +40,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--seconds", type=float, default=2.0, help="each side's least time a round on resnet18")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
     raw = {
         "models": {"resnet18": {"source": "torchvision", "arch": "resnet18"}},
-        "measure": {"warmup": 10, "iterations": 50, "min_time_s": 2.0, "private_cache": False},
+        "measure": {"warmup": 10, "iterations": 50, "min_time_s": args.seconds, "private_cache": False},
     }
     exp = configuration.experiment(configuration.validate(raw), "resnet18", "eager", "cpu")
     bundle = build("resnet18", exp.spec, exp.seed, "cpu")
@@ -58,7 +59,7 @@ def main() -> None:
     ratios = []
     for r in range(args.rounds):
         engine = engine_median_ms(exp)
-        timer = timer_median_ms(resnet_call, args.threads, 2.0)
+        timer = timer_median_ms(resnet_call, args.threads, args.seconds)
         ratios.append(engine / timer)
         print(f"round {r + 1}: engine {engine:.3f} ms, Timer {timer:.3f} ms, ratio {engine / timer:.3f}")
 
@@ -68,10 +69,10 @@ def main() -> None:
     overheads = []
     for _ in range(args.rounds):
         samples = timing.timed_loop(
-            lambda: noop(noop_input), clock, iterations=10000, min_time_s=0.5, max_iterations=100000
+            lambda: noop(noop_input), clock, iterations=10000, min_time_s=args.seconds / 4, max_iterations=100000
         )
         engine_us = statistics.median(samples) * 1e3
-        timer_us = timer_median_ms(lambda: noop(noop_input), args.threads, 0.5) * 1e3
+        timer_us = timer_median_ms(lambda: noop(noop_input), args.threads, args.seconds / 4) * 1e3
         overheads.append(engine_us - timer_us)
     print(
         f"resnet18 eager, {args.threads} threads: engine median / Timer median = {statistics.median(ratios):.3f} "

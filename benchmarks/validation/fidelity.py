@@ -42,7 +42,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from plain import ROOT, plain_measurement, plain_side, selected
+from plain import PLAIN_SECONDS, ROOT, plain_measurement, plain_side, selected
 
 from compilebench.cli import benchmark_job
 from compilebench.configuration import config as configuration
@@ -65,11 +65,11 @@ def compilebench_measurement(exp: Experiment, folder: Path) -> dict:
     }
 
 
-def in_fresh_process(exp: Experiment, side: str = "both") -> dict:
+def in_fresh_process(exp: Experiment, seconds: float, side: str = "both") -> dict:
     """A plain measurement in a fresh process that starts with the hardware entry's env (the memory allocator's
     settings among them are read as a process starts), as compilebench's jobs do."""
     done = subprocess.run(
-        [sys.executable, __file__, "--plain", side],
+        [sys.executable, __file__, "--plain", side, "--seconds", str(seconds)],
         input=json.dumps(exp.to_json()),
         capture_output=True,
         text=True,
@@ -88,11 +88,15 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", help="modes to check (default: every mode of each model but eager)")
     parser.add_argument("--processes", type=int, default=3)
     parser.add_argument("--separate", action="store_true", help="eager and the mode in separate fresh processes")
+    parser.add_argument("--seconds", type=float, default=PLAIN_SECONDS, help="each plain side's least time")
     parser.add_argument("--plain", choices=("both", "eager", "mode"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.plain:
         exp = json.load(sys.stdin)
-        print(json.dumps(plain_measurement(exp) if args.plain == "both" else plain_side(exp, args.plain)))
+        measured = (
+            plain_measurement(exp, args.seconds) if args.plain == "both" else plain_side(exp, args.plain, args.seconds)
+        )
+        print(json.dumps(measured))
         return
     config = configuration.load(args.config)
     if args.separate:
@@ -104,7 +108,7 @@ def main() -> None:
             ours, plain = [], []
             for _ in range(args.processes):  # alternated, so that drift hits both sides alike
                 ours.append(compilebench_measurement(exp, Path(tmp)))
-                plain.append(in_fresh_process(exp))
+                plain.append(in_fresh_process(exp, args.seconds))
             row = {
                 "experiment": f"{exp.model}/{exp.mode}",
                 "ours_ms": statistics.median(r["mode_ms"] for r in ours),
@@ -152,7 +156,7 @@ def separate(config: dict, args: argparse.Namespace) -> None:
             faults = {"plain eager": [], "plain mode": [], "compilebench's mode": []}
             for _ in range(args.processes):  # alternated, so that drift hits every side alike
                 for side, samples in (("eager", eager), ("mode", mode)):
-                    measured = in_fresh_process(exp, side)
+                    measured = in_fresh_process(exp, args.seconds, side)
                     samples.append(measured["samples_ms"])
                     capacity[side] += measured["parallel_speedup"]
                     faults[f"plain {side}"].append(measured["faults_per_call"])

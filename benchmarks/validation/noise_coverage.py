@@ -35,7 +35,7 @@ def aa_intervals(exp: Experiment, repeats: int) -> list[dict]:
     rows = []
     with runner.measuring_process(exp) as process:
         prepared = runner.prepare(process)
-        plan = runner.warm_up(process, prepared).blocks
+        plan = runner.warm_up_sides(process, prepared).blocks
         for repeat in range(repeats):
             both = timing.interleaved(prepared.eager, prepared.call, process.clock, plan=plan, **loop)
             twin_ms, eager_ms = both.eager_ms, both.mode_ms

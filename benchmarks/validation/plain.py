@@ -38,15 +38,15 @@ DEFAULT_MODELS = ("resnet18", "vit-tiny", "llama-tiny")
 PLAIN_SECONDS = 3.0  # each side of a plain measurement runs at least this long, and 100 calls
 
 
-def plain_measurement(exp: dict) -> dict:
+def plain_measurement(exp: dict, seconds: float = PLAIN_SECONDS) -> dict:
     """Eager alone, then the mode alone, in this process, as a 20-line script would time them: from the
     experiment's JSON form, with compilebench's model builder and nothing else of it."""
     torch, settings, model, inputs, call = plain_setup(exp)
     with torch.no_grad():
-        eager_ms = median_ms(call(model), exp["measure"]["warmup"])
+        eager_ms = median_ms(call(model), exp["measure"]["warmup"], seconds)
         compiled = call(plain_mode(torch, model, inputs, settings))
         compiled()
-        mode_ms = median_ms(compiled, exp["measure"]["warmup"])
+        mode_ms = median_ms(compiled, exp["measure"]["warmup"], seconds)
     return {"eager_ms": eager_ms, "mode_ms": mode_ms, "threads": torch.get_num_threads()}
 
 
@@ -114,7 +114,7 @@ def plain_mode(torch, model, inputs: tuple, settings: dict):
         return torch._inductor.aoti_load_package(package)
 
 
-def plain_side(exp: dict, side: str) -> dict:
+def plain_side(exp: dict, side: str, seconds: float = PLAIN_SECONDS) -> dict:
     """One side alone in this process, eager or the mode, as a user who runs only that one times it: every call's
     milliseconds, and the machine's parallel speedup before and after (the machine's state the side met)."""
     import resource
@@ -125,7 +125,7 @@ def plain_side(exp: dict, side: str) -> dict:
         fn = call(model if side == "eager" else plain_mode(torch, model, inputs, settings))
         fn()
         faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        samples = samples_ms(fn, exp["measure"]["warmup"])
+        samples = samples_ms(fn, exp["measure"]["warmup"], seconds)
         faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     return {
         "samples_ms": samples,

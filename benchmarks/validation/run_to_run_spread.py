@@ -14,7 +14,8 @@ every experiment. Target: compilebench's spread no wider than Timer's.
 
     python benchmarks/validation/run_to_run_spread.py [--config config/config.yaml] [--timer-modes eager]
 
-With `--timer-modes eager` Timer skips the compiled modes.
+With `--timer-modes eager` Timer skips the compiled modes, with `--only` the models not named; with `--reuse A B`
+the two runs are read from the finished projects A and B (each a run of the config) instead of run here.
 """
 
 from __future__ import annotations
@@ -42,17 +43,21 @@ from compilebench.worker.timing import warm_up
 Key = tuple[str, str, str]
 
 
-def pipeline_medians(config_path: Path) -> dict[Key, float]:
-    with tempfile.TemporaryDirectory(prefix="compilebench-spread-") as tmp:
-        runs = pd.read_csv(run_pipeline(config_path, Path(tmp)) / "results" / "tables" / "runs.csv")
+def pipeline_medians(config_path: Path, kept: Path | None) -> dict[Key, float]:
+    """Each experiment's median from a full run of the config, or from the run kept in the project `kept`."""
+    if kept is not None:
+        runs = pd.read_csv(kept / "results" / "tables" / "runs.csv")
+    else:
+        with tempfile.TemporaryDirectory(prefix="compilebench-spread-") as tmp:
+            runs = pd.read_csv(run_pipeline(config_path, Path(tmp)) / "results" / "tables" / "runs.csv")
     ok = runs[runs["status"] == "ok"]
     return {(h, m, x): v for h, m, x, v in ok[["hardware", "model", "mode", "median_ms"]].itertuples(index=False)}
 
 
-def experiments(config: dict, hardware: str, timer_modes: str) -> list[Key]:
+def experiments(config: dict, hardware: str, timer_modes: str, only: list[str] | None) -> list[Key]:
     return [
         (hardware, model, mode)
-        for model in config["models"]
+        for model in only or config["models"]
         for mode in schema.model_modes(config, model)
         if timer_modes == "all" or mode == "eager"
     ]
@@ -116,6 +121,9 @@ def main() -> None:
     parser.add_argument("--config", type=Path, default=ROOT / "config" / "config.yaml")
     parser.add_argument("--hardware", default="cpu", help="the hardware entry Timer times (default: cpu)")
     parser.add_argument("--timer-modes", choices=["all", "eager"], default="all")
+    parser.add_argument("--only", nargs="+", help="the models Timer times (default: every model of the config)")
+    parser.add_argument("--reuse", nargs=2, type=Path, metavar=("PROJECT_A", "PROJECT_B"),
+                        help="two finished runs of the config, read instead of running it twice")  # fmt: skip
     parser.add_argument("--timer-only", nargs=3, metavar=("HARDWARE", "MODEL", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     config = configuration.load(args.config)
@@ -123,16 +131,17 @@ def main() -> None:
         print(json.dumps(timer_median(config, tuple(args.timer_only))))
         return
 
-    keys = experiments(config, args.hardware, args.timer_modes)
+    keys = experiments(config, args.hardware, args.timer_modes, args.only)
+    kept = args.reuse or (None, None)
     eager_keys = [k for k in keys if k[2] == "eager"]
     timer_a, shared_a = timer_medians(args.config, keys), {k: timer_median(config, k) for k in eager_keys}
-    runs_a = pipeline_medians(args.config)
+    runs_a = pipeline_medians(args.config, kept[0])
     timer_b, shared_b = timer_medians(args.config, keys), {k: timer_median(config, k) for k in eager_keys}
-    runs_b = pipeline_medians(args.config)
+    runs_b = pipeline_medians(args.config, kept[1])
 
     print(f"{'experiment':44} {'compilebench ms':>21} {'spread':>7}   {'Timer ms':>21} {'spread':>7}")
     pipeline_spreads, timer_spreads = {}, {}
-    for key in sorted(set(runs_a) | set(runs_b) | set(keys)):
+    for key in sorted(k for k in set(runs_a) | set(runs_b) | set(keys) if not args.only or k[1] in args.only):
         pipeline_spreads[key] = spread(runs_a.get(key), runs_b.get(key))
         timer_spreads[key] = spread(timer_a.get(key), timer_b.get(key))
         print(

@@ -37,7 +37,7 @@ PLAIN_SECONDS = 5.0  # each plain side times steps for at least this long, and 3
 WARMUP_STEPS = 5
 
 
-def plain_loop(exp: dict, compiled: bool) -> dict:
+def plain_loop(exp: dict, compiled: bool, seconds: float) -> dict:
     """Steps of a plain training loop alone in this process, from the experiment's JSON form (compilebench's model
     builder and nothing else of it): every step's milliseconds."""
     from compilebench.parent.jobs import apply_hardware
@@ -80,16 +80,16 @@ def plain_loop(exp: dict, compiled: bool) -> dict:
     for _ in range(WARMUP_STEPS):
         step()
     samples: list[float] = []
-    while len(samples) < 30 or sum(samples) < PLAIN_SECONDS * 1e3:
+    while len(samples) < 30 or sum(samples) < seconds * 1e3:
         begin = time.perf_counter()
         step()
         samples.append((time.perf_counter() - begin) * 1e3)
     return {"samples_ms": samples, "median_ms": statistics.median(samples)}
 
 
-def plain_in_fresh_process(exp: Experiment, compiled: bool) -> dict:
+def plain_in_fresh_process(exp: Experiment, compiled: bool, seconds: float) -> dict:
     done = subprocess.run(
-        [sys.executable, __file__, "--plain", "compiled" if compiled else "eager"],
+        [sys.executable, __file__, "--plain", "compiled" if compiled else "eager", "--seconds", str(seconds)],
         input=json.dumps(exp.to_json()),
         capture_output=True,
         text=True,
@@ -105,10 +105,11 @@ def main() -> int:
     parser.add_argument("--only", nargs="+", default=["resnet18-64px.train"])
     parser.add_argument("--modes", nargs="+", default=["compile-default"])
     parser.add_argument("--processes", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=PLAIN_SECONDS, help="each plain side's least time")
     parser.add_argument("--plain", choices=["eager", "compiled"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.plain:
-        print(json.dumps(plain_loop(json.loads(sys.stdin.read()), args.plain == "compiled")))
+        print(json.dumps(plain_loop(json.loads(sys.stdin.read()), args.plain == "compiled", args.seconds)))
         return 0
     config = configuration.load(args.config)
     worst = 1.0
@@ -118,8 +119,8 @@ def main() -> int:
             eager_ms, mode_ms, ours = [], [], []
             with tempfile.TemporaryDirectory() as folder:
                 for k in range(args.processes):
-                    eager_ms.append(plain_in_fresh_process(exp, False)["samples_ms"])
-                    mode_ms.append(plain_in_fresh_process(exp, True)["samples_ms"])
+                    eager_ms.append(plain_in_fresh_process(exp, False, args.seconds)["samples_ms"])
+                    mode_ms.append(plain_in_fresh_process(exp, True, args.seconds)["samples_ms"])
                     result = benchmark_job(exp.replace(measure=exp.measure.replace(processes=1)),
                                            Path(folder) / f"{k}.json")  # fmt: skip
                     if result["status"] != "ok":
