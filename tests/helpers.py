@@ -186,7 +186,8 @@ def shared_run_config(weights_folder: Path) -> dict:
     config["models"]["llama"]["train"] = {"batch_size": 2, "modes": ["compile-default"]}  # its training step too
     config["mode_definitions"].update(QUANTIZED_MODES)
     config["modes"] += list(QUANTIZED_MODES)
-    config["models"]["resnet"]["modes"].append("compile-int8")
+    config["modes"].append("onnxruntime")
+    config["models"]["resnet"]["modes"] += ["compile-int8", "onnxruntime"]  # a runtime through the whole pipeline
     config["models"]["llama"]["modes"].append("eager-int8")
     # A depth sweep, compiled whole and block by block, every process cold.
     config["mode_definitions"]["compile-regional"] = {"kind": "compile", "compile": {"regional": True}}

@@ -329,3 +329,59 @@ def test_eager_beside_a_mode_is_set_against_the_eager_job_and_flagged_where_they
     assert found[0].endswith("parallel speedup differed (1.57× in the mode's job, 1.75× in eager's). Eager took 4,708 "
                              "page faults a call in the eager job and 3,267 beside the mode.")  # fmt: skip
     assert speedups.loc[("resnet", "jit"), ["eager_faults_per_call", "eager_job_faults_per_call"]].tolist() == [3, 4708]
+
+
+def test_each_runtime_is_set_against_the_best_torch_mode_with_an_interval(tmp_path):
+    from synthetic import resealed, scaled_latencies, speedup
+
+    from compilebench.analysis.stats import summarize
+    from compilebench.core.experiment import Experiment
+    from compilebench.core.files import read_json, write_json
+    from compilebench.core.modes import BUILTIN_MODES, settings
+    from compilebench.core.records import result_header
+    from compilebench.report import runtime_tables
+
+    paths = synthetic_results(tmp_path, hardware=("cpu",))
+    best = read_json(tmp_path / "runs" / "cpu" / "resnet" / "compile-max-autotune.json")
+    for mode, factor in (("onnxruntime", 0.5), ("openvino", None)):
+        record = resealed(best, mode=mode, mode_settings=settings(BUILTIN_MODES[mode]))
+        if factor is None:
+            exp, said = Experiment.from_json(record["experiment"]), "openvino.convert_model failed: no converter"
+            record = result_header(exp, "unsupported", said, started_at=record["started_at"])
+        else:
+            record = scaled_latencies(record, factor)
+            record["stats"] = summarize(record["latency_ms"], resamples=200)
+            ratio = speedup(record["eager_latency_ms"], record["latency_ms"])
+            record["speedup"] = record["processes"][0]["speedup"] = ratio
+            record["preparation"] = {"onnx_export_s": 2.0, "session_s": 0.5, "artifact_bytes": 45_000_000}
+            record["compile_s"] = 2.5
+            record["runtime"] = {"name": mode, "version": "1.31.1", "threads": 2}
+        path = tmp_path / "runs" / "cpu" / "resnet" / f"{mode}.json"
+        write_json(path, record)
+        paths.append(path)
+    runs = tables.runs_table(paths)
+    speedups = speedup_tables.speedups(runs)
+    started = pd.DataFrame([
+        {"hardware": "cpu", "model": "resnet", "mode": mode, "path": path, "status": "ok", "total_s": total,
+         "total_ci95_low": total - 0.1, "total_ci95_high": total + 0.1}
+        for mode, path, total in (("compile-max-autotune", "eager", 2.0), ("compile-max-autotune", "cold", 30.0),
+                                  ("compile-max-autotune", "warm", 6.0), ("onnxruntime", "package", 2.4))
+    ])  # fmt: skip
+    table = runtime_tables.runtimes(read_results(paths), speedups, 0.05, started)
+    assert list(table["model"].unique()) == ["resnet"]  # the model without a runtime mode has no rows
+    rows = table.set_index("mode")
+    assert rows.loc["eager", "role"] == "eager" and rows.loc["compile-max-autotune", "role"] == "best torch mode"
+    ort = rows.loc["onnxruntime"]
+    assert ort["vs_torch_mode"] == "compile-max-autotune" and ort["vs_torch_ratio"] == pytest.approx(2.0, rel=0.1)
+    assert ort["vs_torch_ci95_low"] <= ort["vs_torch_ratio"] <= ort["vs_torch_ci95_high"]
+    assert ort["vs_torch_verdict"] == "faster" and ort["compile_s"] == 2.5 and ort["artifact_bytes"] == 45_000_000
+    assert ort["speedup"] == pytest.approx(speedups.set_index("mode").loc["onnxruntime", "speedup"])
+    starts = rows[["start_path", "start_s"]].to_dict("index")
+    assert starts["eager"] == {"start_path": "eager", "start_s": 2.0}  # eager's own, from the torch mode's job
+    assert starts["compile-max-autotune"] == {"start_path": "warm", "start_s": 6.0}  # its most prepared path
+    assert starts["onnxruntime"] == {"start_path": "package", "start_s": 2.4}
+    openvino = rows.loc["openvino"]
+    assert openvino["status"] == "unsupported" and "no converter" in openvino["reason"]
+    assert pd.isna(openvino["vs_torch_ratio"])
+    (sentence,) = runtime_tables.runtime_findings(table)
+    assert sentence.startswith("On cpu, resnet: onnxruntime (") and "is faster than compile-max-autotune" in sentence

@@ -101,7 +101,10 @@ def set_inductor_options(torch, settings: dict) -> None:
 
 
 def plain_mode(torch, model, inputs: tuple, settings: dict):
-    """The mode as a practitioner writes it: torch.compile, TorchScript, or an AOTInductor package."""
+    """The mode as a practitioner writes it: torch.compile, TorchScript, an AOTInductor package, or the model
+    exported to ONNX Runtime or converted to OpenVINO, each with the runtime's own defaults."""
+    if settings["kind"] in ("onnxruntime", "openvino"):
+        return plain_runtime(torch, model, inputs, settings)
     if settings["kind"] == "compile":
         return torch.compile(model, backend=settings["backend"], mode=settings["mode"], dynamic=settings["dynamic"])
     if settings["kind"] == "jit":
@@ -112,6 +115,25 @@ def plain_mode(torch, model, inputs: tuple, settings: dict):
     with tempfile.TemporaryDirectory() as folder:
         package = torch._inductor.aoti_compile_and_package(exported, package_path=f"{folder}/model.pt2")
         return torch._inductor.aoti_load_package(package)
+
+
+def plain_runtime(torch, model, inputs: tuple, settings: dict):
+    """A runtime as its documentation's first example runs it: an InferenceSession on an exported ONNX file, or
+    OpenVINO's compiled model, fed numpy arrays. OpenVINO's CPU plugin picks bfloat16 where the CPU has it; the
+    precision the mode asks for is set, as a user comparing like with like sets it."""
+    if settings["kind"] == "openvino":
+        import openvino as ov
+
+        config = {"INFERENCE_PRECISION_HINT": settings["precision"]}
+        compiled = ov.compile_model(ov.convert_model(model, example_input=inputs[0]), "CPU", config)
+        return lambda *args: compiled([a.numpy() for a in args])[0]
+    import onnxruntime as ort
+
+    path = Path(tempfile.mkdtemp(prefix="compilebench-plain-")) / "model.onnx"
+    torch.onnx.export(model, inputs, str(path), dynamo=True)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    return lambda *args: session.run(None, dict(zip(names, (a.numpy() for a in args))))[0]
 
 
 def plain_side(exp: dict, side: str, seconds: float = PLAIN_SECONDS) -> dict:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.files import read_result
-from ..core.modes import COMPILING_KINDS, MODE_NAMES, base_mode, without_own_setting
+from ..core.modes import COMPILING_KINDS, MODE_NAMES, RUNTIME_KINDS, base_mode, without_own_setting
 from ..core.thresholds import COMPILE_THRESHOLD, MIN_COMPILE_SAMPLES
 from .machine_state import unstable_experiments
 from .run_folders import by_experiment
@@ -212,8 +212,10 @@ BETWEEN_COLUMNS = [
 def compile_samples(result: dict) -> dict[str, list[float]]:
     """A compiling result's cold starts (its first process's first call; every process's with
     `measure.cold_processes`) and warm starts (its later processes', or
-    the start its job made from the caches the cold one left), in seconds; none for a mode that does not compile."""
-    if (result.get("mode_settings") or {}).get("kind") not in COMPILING_KINDS or result["status"] != "ok":
+    the start its job made from the caches the cold one left), in seconds (a runtime's: its export or conversion and
+    session or compile); none for a mode that does not compile."""
+    kind = (result.get("mode_settings") or {}).get("kind")
+    if kind not in (*COMPILING_KINDS, *RUNTIME_KINDS) or result["status"] != "ok":
         return {"cold": [], "warm": []}
     processes = result.get("processes") or [result]
     warm = result.get("compile_warm_samples_s") or [result.get("compile_warm_s")]

@@ -120,7 +120,7 @@ def starts_plan(config: dict, model: str, mode: str, hardware: str) -> dict | No
     entry = config["models"][model]
     if not paths or entry.get("stream") or entry.get("train"):
         return None
-    if modes.definitions(config)[mode]["kind"] not in modes.COMPILING_KINDS:
+    if modes.definitions(config)[mode]["kind"] not in modes.STARTING_KINDS:
         return None
     order = [path for path in START_PATHS if path in paths]
     return {"paths": order, "repeats": measure.get("start_repeats", plan.DEFAULT_START_REPEATS)}

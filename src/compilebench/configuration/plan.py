@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core import modes
 from ..core.errors import ConfigError
 
 DEFAULT_START_REPEATS = 3  # fresh processes per path of `measure.starts` where the config gives none
@@ -75,7 +76,7 @@ def experiment_plan(measure: dict, entry: dict, mode: str, settings: dict) -> Ex
         starts = (1 if one_cold else 0) + (1 if measure["bundle_start"] else 0)
     floor = processes * timed_floor_s(measure, eager=mode == "eager")  # eager has no steady state to time
     paths = paths_asked(measure, mode)
-    if paths and settings["kind"] in ("compile", "export"):
+    if paths and settings["kind"] in modes.STARTING_KINDS:
         count, seconds = start_processes(paths, measure.get("start_repeats", DEFAULT_START_REPEATS))
         starts, floor = starts + count, floor + seconds
     return ExperimentPlan(processes, starts, 0, floor)

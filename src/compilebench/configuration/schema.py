@@ -305,7 +305,8 @@ def check_training(config: dict) -> None:
                 key = f"models.{name}.train.modes.{i}" if given else f"models.{name}.modes.{i}"
                 raise ConfigError(
                     f"Config key `{key}` gives the training step the mode {mode!r}, which is {what}: a training step "
-                    "runs eager and torch.compile modes (TorchScript and AOTInductor packages serve inference, and "
+                    "runs eager and torch.compile modes (TorchScript, AOTInductor packages, ONNX Runtime and OpenVINO "
+                    "serve inference, and "
                     f"quantized weights do not train); expected `models.{name}.train.modes` listing eager and compile "
                     "modes only."
                 )
@@ -318,7 +319,7 @@ def check_torchao(config: dict) -> None:
     used = {*config["modes"], *(m for model in config["models"].values() for m in model.get("modes", []))}
     quantized = sorted(name for name in used if (defined.get(name) or {}).get("quantize"))
     here = [name for name, entry in config["hardware"].items() if not entry.get("python_env")]
-    if quantized and here and modes.torchao_missing():
+    if quantized and here and modes.package_missing("torchao"):
         raise ConfigError(
             f"Config key `mode_definitions.{quantized[0]}.quantize` asks for torchao quantization, but torchao is not "
             f"installed in this Python, which runs hardware {', '.join(here)}: expected torchao, installed with "
@@ -384,7 +385,7 @@ def _compiling_anywhere(config: dict) -> list[str]:
         for name, model in config["models"].items()
         if not model.get("stream")
         for mode in model_modes(config, name)
-        if definitions.get(mode, {}).get("kind") in modes.COMPILING_KINDS
+        if definitions.get(mode, {}).get("kind") in modes.STARTING_KINDS
     ]
 
 
@@ -410,7 +411,7 @@ def check_starts(key: str, measure: dict, config: dict, model: str | None = None
         return
     definitions = modes.definitions(config)
     known = model_modes(config, model) if model else config["modes"]
-    compiling = [m for m in known if definitions[m]["kind"] in modes.COMPILING_KINDS]
+    compiling = [m for m in known if definitions[m]["kind"] in modes.STARTING_KINDS]
     if model and config["models"][model].get("stream"):
         raise ConfigError(
             f"Config key `{key}.starts` asks starts of a model with a `stream`, whose calls are a sequence of shapes "
@@ -423,7 +424,7 @@ def check_starts(key: str, measure: dict, config: dict, model: str | None = None
             where = "the model's modes" if model else "any model's modes (streams take no starts)"
             raise ConfigError(
                 f"Config key `{key}.starts` asks {', '.join(starts)} starts, but no mode among {where} compiles, so "
-                f"no start would run: expected a compiling mode ({', '.join(modes.COMPILING_KINDS)} kind) beside "
+                f"no start would run: expected a compiling mode ({', '.join(modes.STARTING_KINDS)} kind) beside "
                 "it, or no starts."
             )
         return

@@ -125,7 +125,17 @@ class ModeSettings(Part):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ModeSettings:
         """The settings of the kind `data` names: read as that kind's own class."""
-        kinds = {c.kind: c for c in (EagerSettings, JitSettings, CompileSettings, ExportSettings)}
+        kinds = {
+            c.kind: c
+            for c in (
+                EagerSettings,
+                JitSettings,
+                CompileSettings,
+                ExportSettings,
+                OnnxRuntimeSettings,
+                OpenVinoSettings,
+            )
+        }
         kind = kinds.get(data.get("kind"))
         if kind is None or cls not in (ModeSettings, kind):
             raise ValueError(f"mode settings of kind {data.get('kind')!r}: expected one of {', '.join(kinds)}")
@@ -171,6 +181,27 @@ class ExportSettings(ModeSettings):
     kind: ClassVar[str] = "export"
     options: dict[str, Any] = field(default_factory=dict)
     strict: bool = False
+
+
+@dataclass(frozen=True)
+class OnnxRuntimeSettings(ModeSettings):
+    """The model exported to ONNX (torch.onnx.export) and run by an ONNX Runtime InferenceSession."""
+
+    kind: ClassVar[str] = "onnxruntime"
+    dynamo: bool = True
+    graph_optimization_level: str = "all"
+    opset: int | None = _optional()
+
+
+@dataclass(frozen=True)
+class OpenVinoSettings(ModeSettings):
+    """The model converted by OpenVINO (from the torch model, or from its ONNX export) and compiled for a device."""
+
+    kind: ClassVar[str] = "openvino"
+    source: str = "torch"
+    precision: str = "f32"
+    hint: str = "LATENCY"
+    streams: int = 1
 
 
 @dataclass(frozen=True)

@@ -352,6 +352,13 @@ def _time(value, key: str) -> bool:
     return _positive_number(value) or (key != "total_s" and value == 0)
 
 
+def artifact_bytes(path: str | Path) -> int:
+    """An artifact's bytes on disk: the file, and for OpenVINO's IR (an .xml) its weights beside it (the .bin)."""
+    path = Path(path)
+    weights = path.with_suffix(".bin")
+    return path.stat().st_size + (weights.stat().st_size if path.suffix == ".xml" and weights.is_file() else 0)
+
+
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

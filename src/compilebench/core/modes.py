@@ -1,7 +1,8 @@
 """Execution modes as definitions: what each mode name means, read by every place that lists modes.
 
-A mode is a `kind` (eager, jit, compile, export) and that kind's settings. The five
-built-in modes are presets; a config adds its own under `mode_definitions`. Torch-free,
+A mode is a `kind` (eager, jit, compile, export, or a runtime users deploy instead: onnxruntime,
+openvino) and that kind's settings. The built-in modes are presets; a config adds its own under
+`mode_definitions`. Torch-free,
 so that the config, the workflow and the report know the modes without loading the
 engine; `wrappers` turns resolved settings into the callable that is timed.
 """
@@ -11,9 +12,17 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-KINDS = ("eager", "jit", "compile", "export")
+KINDS = ("eager", "jit", "compile", "export", "onnxruntime", "openvino")
+# The runtimes a model is deployed in instead of PyTorch: converted ahead of time, then run outside torch.
+RUNTIME_KINDS = ("onnxruntime", "openvino")
+RUNTIMES_INSTALL = 'pip install -e ".[runtimes]"'
+# What each runtime loads, as compilebench saves it: an ONNX file, or OpenVINO's IR (its XML, weights beside it).
+RUNTIME_ARTIFACTS = {"onnxruntime": "model.onnx", "openvino": "model.xml"}
+
 # The kinds that compile the model (torch.compile, or export to an AOTInductor package).
 COMPILING_KINDS = ("compile", "export")
+# The kinds whose starts (`measure.starts`) are timed: each pays a cost before its first output that eager does not.
+STARTING_KINDS = (*COMPILING_KINDS, *RUNTIME_KINDS)
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 # The built-in modes, in the order tables and figures show them.
@@ -23,6 +32,8 @@ BUILTIN_MODES: dict[str, dict] = {
     "compile-default": {"kind": "compile", "compile": {"mode": "default"}},
     "compile-reduce-overhead": {"kind": "compile", "compile": {"mode": "reduce-overhead"}},
     "compile-max-autotune": {"kind": "compile", "compile": {"mode": "max-autotune"}},
+    "onnxruntime": {"kind": "onnxruntime"},
+    "openvino": {"kind": "openvino"},
 }
 MODE_NAMES = tuple(BUILTIN_MODES)
 
@@ -32,6 +43,8 @@ KIND_DEFAULTS: dict[str, dict[str, Any]] = {
     "jit": {"method": None, "freeze": True, "optimize_for_inference": True},
     "compile": {"backend": "inductor", "mode": "default", "options": {}, "dynamic": False, "fullgraph": None},
     "export": {"options": {}, "strict": False},
+    "onnxruntime": {"opset": None, "dynamo": True, "graph_optimization_level": "all"},
+    "openvino": {"source": "torch", "precision": "f32", "hint": "LATENCY", "streams": 1},
 }
 
 
@@ -41,10 +54,11 @@ QUANTIZE_KINDS = ("eager", "compile")
 TORCHAO_INSTALL = 'pip install -e ".[quant]"'
 
 
-def torchao_missing() -> bool:
-    """Whether this Python lacks torchao, found without importing it (None in sys.modules counts as missing)."""
+def package_missing(name: str) -> bool:
+    """Whether this Python lacks the package `name` (torchao, or a runtime kind's own), found without importing it
+    (None in sys.modules counts as missing)."""
     try:
-        return importlib.util.find_spec("torchao") is None
+        return importlib.util.find_spec(name) is None
     except ValueError:
         return True
 

@@ -82,7 +82,9 @@ class _Measured(ResultHeader, total=False):
     first_call_from: str  # measured again after a level shift: the set-aside record whose first call it kept
     compile_phases: dict[str, float] | None  # compile_phases.read: seconds per phase of the cold compile
     compile_trace: dict[str, Any]  # with measure.compile_trace: the TORCH_TRACE log, its tlparse report or why none
-    preparation: dict[str, float]  # seconds of each step before the first call (script_s; export_s, package_s, load_s)
+    # seconds of each step before the first call (script_s; export_s, package_s, load_s; a runtime's onnx_export_s,
+    # convert_s, session_s, compile_model_s) and an artifact's bytes on disk (package_bytes, artifact_bytes)
+    preparation: dict[str, float]
     settings_effect: dict[str, Any]  # wrappers.settings_effect: what inductor produced under the mode's settings
     warmup_ms: list[float]
     latency_ms: list[float]  # one per timed iteration (a stream: one per call of its first pass)
@@ -99,6 +101,7 @@ class _Measured(ResultHeader, total=False):
     workload: dict[str, Any]
     quantization: dict[str, Any]  # a quantized mode: what torchao did to the mode's copy of the model
     regions: dict[str, Any]  # a regional compile: regions.Stack.record of the stack compiled, and how
+    runtime: dict[str, Any]  # a runtime's mode: its name, version, threads and settings as read back from it
     profile: dict[str, Any]
     stream: dict[str, Any]  # a shape stream: each call, each pass, each distinct value
     # a training step: losses, gradients and weights after k steps against eager's (`training.check_steps`)

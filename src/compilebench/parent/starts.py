@@ -18,7 +18,8 @@ import shutil
 from pathlib import Path
 
 from ..core.experiment import Experiment
-from ..core.files import STARTS_SCHEMA, read_json, write_json
+from ..core.files import STARTS_SCHEMA, artifact_bytes, read_json, write_json
+from ..core.modes import RUNTIME_ARTIFACTS, RUNTIME_KINDS
 from ..core.records import ARTIFACT_PATHS, ArtifactRequest, ErrorInfo, StartRequest, now
 from ..core.supervise import death, die_with_snakemake, supervised
 from . import pyenv
@@ -33,6 +34,8 @@ def obstacle(exp: Experiment, path: str) -> str | None:
     settings = exp.mode_settings
     kind = settings.kind
     options = getattr(settings, "options", {}) or {}
+    if kind in RUNTIME_KINDS and path in ("warm", "artifacts", "precompiled"):
+        return f"this {kind} mode starts cold (export, then load) or from its saved model (package); {path} is torch's"
     if path in ("eager", "cold", "warm"):
         return None
     if path == "artifacts":
@@ -154,6 +157,8 @@ class _Starts:
 
     def _artifact(self, path: str) -> str | None:
         names = {"package": "model.pt2", "precompiled": "forward.bin"}  # AOTInductor wants .pt2
+        if self.exp.mode_settings.kind in RUNTIME_KINDS:
+            names["package"] = RUNTIME_ARTIFACTS[self.exp.mode_settings.kind]  # a runtime's saved model
         return str(self.scratch / names[path]) if path in names else None
 
     def _cold(self, folder: Path, repeat) -> dict:
@@ -207,4 +212,4 @@ def _bytes_read(path: str, caches: Path, artifact: str | None) -> int | None:
     loads; None for a start given nothing (eager, cold)."""
     if path == "warm":
         return sum(f.stat().st_size for f in caches.rglob("*") if f.is_file())
-    return Path(artifact).stat().st_size if path in ("artifacts", *ARTIFACT_PATHS) and artifact else None
+    return artifact_bytes(artifact) if path in ("artifacts", *ARTIFACT_PATHS) and artifact else None

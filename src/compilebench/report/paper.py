@@ -62,6 +62,7 @@ from .rows import (
     unguarded,
     where_time_goes,
 )
+from .runtime_tables import runtime_findings
 from .tables import inference_only
 
 
@@ -93,6 +94,7 @@ def context(
     runs = inference_only(every_run)
     speedups = inference_only(pd.read_csv(tables["speedups"]))
     training = pd.read_csv(tables["training"])
+    runtimes = pd.read_csv(tables["runtimes"])
     summary = pd.read_csv(tables["summary"])
     limits = pd.read_csv(tables["limits"])
     top_ops = pd.read_csv(tables["top_ops"])
@@ -141,6 +143,8 @@ def context(
         "starts": records(start_paths),
         "start_findings": start_findings(start_paths),
         "training": records(training),
+        "runtimes": records(runtimes),
+        "runtime_findings": runtime_findings(runtimes),
         "training_findings": training_findings(training),
         "depth": records(depth),
         "depth_findings": depth_findings(depth),

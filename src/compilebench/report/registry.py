@@ -16,7 +16,16 @@ import pandas as pd
 
 from ..analysis import comparisons
 from ..core.files import read_results, read_starts
-from . import compile_tables, hardware_tables, speedup_tables, start_tables, stream_tables, tables, training_tables
+from . import (
+    compile_tables,
+    hardware_tables,
+    runtime_tables,
+    speedup_tables,
+    start_tables,
+    stream_tables,
+    tables,
+    training_tables,
+)
 
 RESULTS = "results"  # the run's result files, checked by the runs table first
 PREVIOUS = "previous"  # the result files of `report.compare_with`
@@ -364,3 +373,23 @@ def _start_paths(src: Sources) -> pd.DataFrame:
 )
 def _training(src: Sources) -> pd.DataFrame:
     return training_tables.training(src.results, src.table("speedups"))
+
+
+@table(
+    "runtimes",
+    reads=(RESULTS, "speedups", "start_paths"),
+    params=("threshold",),
+    caption="""Against what users deploy instead: per hardware and model that runs an ONNX Runtime or OpenVINO mode,
+    eager, the best torch mode (``role``: the torch mode with the highest speedup among those measured correct) and
+    each runtime mode: median ms, the speedup over eager with its interval and verdict as the speedups table gives
+    them, the cold cost (export or conversion plus session or compile, ``compile_s``), the artifact's bytes on disk
+    (the ONNX file, OpenVINO's IR, or the AOTInductor package), where the run timed starts each side's from process
+    start to first output with its interval (``start_path``: eager's own; a runtime's saved model, ``package``; a torch
+    mode's most prepared path timed), correctness, the runtime's version and threads as
+    read back from it; and each runtime's speedup over the best torch mode's (``vs_torch_ratio``, each measured
+    against eager in its own job: above 1 the runtime is faster) with its 95% interval and verdict.""",
+)
+def _runtimes(src: Sources) -> pd.DataFrame:
+    return runtime_tables.runtimes(
+        src.results, src.table("speedups"), src.params["threshold"], src.table("start_paths")
+    )

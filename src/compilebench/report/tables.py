@@ -21,7 +21,8 @@ IDENTITY = ["hardware", "model", "mode", "task", "device", "dtype", "batch_size"
 SWEEP_COLUMNS = ["sweep_of", *(key for key in SWEEP_KEYS if key not in IDENTITY)]
 
 
-PREPARATION_COLUMNS = ["isa_probe_s", "first_call_s", "script_s", "export_s", "package_s", "load_s", "package_bytes"]
+PREPARATION_COLUMNS = ["isa_probe_s", "first_call_s", "script_s", "export_s", "package_s", "load_s", "package_bytes",
+                       "onnx_export_s", "convert_s", "session_s", "compile_model_s", "artifact_bytes"]  # fmt: skip
 
 
 SAMPLE_KEYS = ["hardware", "model", "mode", "dtype", "batch_size", *SWEEP_COLUMNS]
@@ -204,6 +205,7 @@ def _run_row(result: dict, path: str) -> dict:
         "flops_per_call": workload.get("flops_per_call"),
         "parameter_bytes": workload.get("parameter_bytes"),
         **quantization_columns(result.get("quantization") or {}),
+        **runtime_columns(result.get("runtime") or {}),
         **{f"measure_{key}": result.get("measure", {}).get(key) for key in MEASURE_COLUMNS},
         "started_at": result.get("started_at"),
         "finished_at": result.get("finished_at"),
@@ -230,6 +232,16 @@ def quantization_columns(record: dict) -> dict:
         "quantized_types": ", ".join(record.get("tensor_types") or []) or None,
         "torchao": record.get("torchao"),
         "torchao_inductor_changes": "; ".join(f"{k}: {v['after']}" for k, v in sorted(changed.items())) or None,
+    }
+
+
+def runtime_columns(record: dict) -> dict:
+    """A runtime mode's runtime as read back from it: its version, threads, and where and how it runs."""
+    where = record.get("providers") or [record[k] for k in ("device", "hint", "precision") if record.get(k)]
+    return {
+        "runtime_version": record.get("version"),
+        "runtime_threads": record.get("threads"),
+        "runtime_settings": ", ".join(map(str, where)) or None,
     }
 
 

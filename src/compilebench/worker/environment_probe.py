@@ -23,7 +23,8 @@ KERNEL_ENV_VARS = (
     "MKL_NUM_THREADS",
     "CUDA_VISIBLE_DEVICES",
 )
-PACKAGES = ("compilebench", "torch", "torchvision", "transformers", "numpy", "scipy", "pandas", "snakemake", "triton")
+PACKAGES = ("compilebench", "torch", "torchvision", "transformers", "numpy", "scipy", "pandas", "snakemake", "triton",
+            "onnxruntime", "openvino", "onnx", "onnxscript")  # fmt: skip
 BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16", "bf16", "sve_bf16")
 # /proc/cpuinfo on Arm names no model, only the core's part number.
 ARM_CORES = {
@@ -175,13 +176,15 @@ def package_versions() -> dict:
     """Installed versions; compilebench's own is the checkout's, which a platform's venv imports uninstalled."""
     from .. import __version__
 
-    versions = {"compilebench": __version__}
-    for name in PACKAGES[1:]:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
+    return {"compilebench": __version__, **{name: installed_version(name) for name in PACKAGES[1:]}}
+
+
+def installed_version(name: str) -> str | None:
+    """A package's installed version, read without importing it; None where it is not installed."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def slurm_info() -> dict | None:

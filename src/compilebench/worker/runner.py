@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ..core import modes
 from ..core.errors import Unsupported, UserError
 from ..core.experiment import Experiment, ModelSpec
 from ..core.records import error_info, now, result_header
@@ -205,6 +206,7 @@ def measurement(
         "workload": work,
         **({"quantization": prepared.quantization} if prepared.quantization else {}),
         **({"regions": prepared.regions} if prepared.regions else {}),
+        **({"runtime": prepared.runtime} if prepared.runtime else {}),
         **({"profile": profiled} if profiled else {}),
     }
 
@@ -456,6 +458,7 @@ class Prepared:
     preparation: dict[str, float]
     quantization: dict | None = None  # what quantizing the mode's copy of the model did
     regions: dict | None = None  # a regional compile: the stack compiled, block by block or as a nested region
+    runtime: dict | None = None  # a runtime's mode: its version and what it runs with, as read back from it
 
 
 def names(exp: Experiment) -> tuple[str, str]:
@@ -535,12 +538,18 @@ def inductor_caches(folder: str | None) -> Iterator[None]:
             os.environ["TORCHINDUCTOR_CACHE_DIR"] = before
 
 
+# A runtime's steps before its first call: the ONNX export, OpenVINO's conversion, the session or compiled model.
+RUNTIME_STEPS = ("onnx_export_s", "convert_s", "session_s", "compile_model_s")
+
+
 def cold_compile_s(preparation: dict[str, float], first_call_s: float) -> float:
     """What compiling costs before the first result: scripting plus the first call for jit, export and package
-    build for export (its load and first call are reported apart, as a deployment pays them), the first call
-    for lazy modes."""
+    build for export (its load and first call are reported apart, as a deployment pays them), a runtime's export,
+    conversion and session or compile (its first call apart, as for export), the first call for lazy modes."""
     if "export_s" in preparation:
         return preparation["export_s"] + preparation["package_s"]
+    if runtime_steps := [preparation[step] for step in RUNTIME_STEPS if step in preparation]:
+        return sum(runtime_steps)
     return preparation.get("script_s", 0.0) + first_call_s
 
 
@@ -560,11 +569,11 @@ def prepare(process: Process) -> Prepared:
         streams.mark_dynamic(built.inputs, axes)
     if built.causal_lm is None:
         fn, preparation = wrappers.wrap(model, settings, built.inputs, **options)
-        inputs, compiled = built.inputs, preparation.pop("regions", None)
-        return Prepared(lambda: fn(*inputs), eager_call(process), None, preparation, quantized, compiled)
+        inputs, compiled, runtime = built.inputs, preparation.pop("regions", None), preparation.pop("runtime", None)
+        return Prepared(lambda: fn(*inputs), eager_call(process), None, preparation, quantized, compiled, runtime)
     if settings.kind == "jit":
         raise Unsupported("TorchScript cannot capture generation with a KV cache; use eager or a compile mode")
-    if settings.kind == "export":
+    if settings.kind == "export" or settings.kind in modes.RUNTIME_KINDS:
         raise Unsupported("compilebench does not export a generation loop with a KV cache; use eager or a compile mode")
     log.info("generating %d new tokens per iteration", spec.new_tokens)
     step, preparation = wrappers.wrap(model, settings, built.inputs, **options)

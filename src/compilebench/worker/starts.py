@@ -11,9 +11,12 @@ from __future__ import annotations
 import logging
 import os
 import time
+from pathlib import Path
 
 from ..core.errors import Unsupported
 from ..core.experiment import EagerSettings, Experiment
+from ..core.files import artifact_bytes
+from ..core.modes import RUNTIME_KINDS
 from ..core.records import ARTIFACT_PATHS, ArtifactRequest, StartRequest, error_info
 
 log = logging.getLogger(__name__)
@@ -45,13 +48,14 @@ def _start(request: StartRequest, entered_at: float) -> dict:
     begun = spawned_at() or entered_at
     import torch
 
-    from . import compile_phases, runner, wrappers
+    from . import compile_phases, runner, runtimes, wrappers
 
     imported_at = time.monotonic()
     path = request.path
     exp = eager_experiment(request.exp) if path == "eager" else request.exp
     torch_obstacle(path)
-    isa_probe_s = runner.probe_cpu_isa(exp.device).get("isa_probe_s", 0.0) if path != "eager" else 0.0
+    inductor = path != "eager" and exp.mode_settings.kind not in RUNTIME_KINDS  # a runtime compiles no C++ of torch's
+    isa_probe_s = runner.probe_cpu_isa(exp.device).get("isa_probe_s", 0.0) if inductor else 0.0
     probed_at = time.monotonic()
     load_s, bundle_loaded = 0.0, None
     if path == "artifacts":
@@ -62,7 +66,10 @@ def _start(request: StartRequest, entered_at: float) -> dict:
         built_at = time.monotonic()
         module, inputs = process.model.module, process.model.inputs
         preparation: dict[str, float] = {}
-        if path == "package":
+        if path == "package" and exp.mode_settings.kind in RUNTIME_KINDS:
+            loaded, _ = runtimes.load(exp.mode_settings, exp.device, Path(request.artifact), len(inputs))
+            call = lambda: loaded(*inputs)  # noqa: E731
+        elif path == "package":
             loaded = torch._inductor.aoti_load_package(request.artifact)
             call = lambda: loaded(*inputs)  # noqa: E731
         elif path == "precompiled":
@@ -151,16 +158,18 @@ def build_artifact(request: ArtifactRequest) -> dict:
 
 
 def _build(request: ArtifactRequest) -> dict:
-    from . import runner, wrappers
+    from . import runner, runtimes, wrappers
 
     exp = request.exp
     with runner.measuring_process(exp) as process:
         module, inputs = process.model.module, process.model.inputs
         options = (module, inputs, exp.mode_settings, exp.device, exp.spec.dtype, request.artifact)
         begin = time.monotonic()
-        if request.path == "package":
+        if exp.mode_settings.kind in RUNTIME_KINDS:  # its package: the model saved as the runtime loads it
+            runtimes.save(module, inputs, exp.mode_settings, exp.device, Path(request.artifact))
+        elif request.path == "package":
             wrappers.build_package(*options)
         else:
             wrappers.precompile(*options)
         build_s = time.monotonic() - begin
-    return {"build_s": build_s, "artifact_bytes": os.path.getsize(request.artifact)}
+    return {"build_s": build_s, "artifact_bytes": artifact_bytes(request.artifact)}

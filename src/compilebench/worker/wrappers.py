@@ -18,6 +18,7 @@ from ..core import modes
 from ..core.errors import Unsupported, UserError
 from ..core.experiment import ModeSettings
 from . import quantization, regions
+from .environment_probe import installed_version
 from .models import DTYPES
 
 
@@ -132,10 +133,17 @@ def wrap(
         compiled, record = regions.compile_regions(module, settings.regional, compile_kwargs(settings), key, model_key)
         return _cuda_graph_steps(compiled) if _cudagraphs(settings, device) else compiled, {"regions": record}
     if kind == "compile":
+        from . import runtimes
+
+        runtimes.register_compile_backend(settings.backend)
         compiled = torch.compile(module, **compile_kwargs(settings))
         return _cuda_graph_steps(compiled) if _cudagraphs(settings, device) else compiled, {}
     if kind == "export":
         return _aot_inductor(module, inputs, settings, device, dtype, workdir)
+    if kind in modes.RUNTIME_KINDS:
+        from . import runtimes
+
+        return runtimes.build(module, inputs, settings, device, dtype, workdir)
     raise Unsupported(f"unknown mode kind {kind!r}")
 
 
@@ -172,7 +180,7 @@ def _torchscript(
             if settings.optimize_for_inference:
                 scripted = torch.jit.optimize_for_inference(scripted)
     except Exception as exc:  # TorchScript raises many types; all mean "cannot apply"
-        raise Unsupported(f"TorchScript {method} failed: {type(exc).__name__}: {_first_line(exc)}") from exc
+        raise Unsupported(f"TorchScript {method} failed: {type(exc).__name__}: {first_line(exc)}") from exc
     return scripted, {"script_s": time.perf_counter() - begin}
 
 
@@ -194,7 +202,7 @@ def build_package(module: nn.Module, inputs: tuple, settings: ModeSettings, devi
         with torch.no_grad(), precision(device, dtype):
             exported = torch.export.export(module, inputs, strict=getattr(settings, "strict", False))
     except Exception as exc:  # export reports an unexportable model through many exception types
-        raise Unsupported(f"torch.export failed: {type(exc).__name__}: {_first_line(exc)}") from exc
+        raise Unsupported(f"torch.export failed: {type(exc).__name__}: {first_line(exc)}") from exc
     exported_at = time.perf_counter()
     with precision(device, dtype):
         path = torch._inductor.aoti_compile_and_package(
@@ -218,7 +226,7 @@ def precompile(module: nn.Module, inputs: tuple, settings: ModeSettings, device:
         with torch.no_grad(), precision(device, dtype):
             compiled = torch.compile(module.forward, **kwargs).aot_compile((inputs, {}))
     except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.UserError) as exc:
-        raise Unsupported(f"aot_compile needs the model as one graph: {_first_line(exc)}") from exc
+        raise Unsupported(f"aot_compile needs the model as one graph: {first_line(exc)}") from exc
     compiled.save_compiled_function(path, external_data={"module": module})
     return {"precompile_s": time.perf_counter() - begin, "precompiled_bytes": os.path.getsize(path)}
 
@@ -232,8 +240,18 @@ def load_precompiled(module: nn.Module, path: str) -> Callable:
 
 def check(name: str, settings: ModeSettings) -> dict:
     """Refuse, naming the config key, a backend or inductor setting that the installed torch does not know."""
+    from . import runtimes
+
     kind = settings.kind
     key = f"mode_definitions.{name}.{kind}"
+    record = {"mode": name, "settings": settings.to_json(), "torch": torch.__version__}
+    package = kind if kind in modes.RUNTIME_KINDS else getattr(settings, "backend", None)
+    if package in modes.RUNTIME_KINDS:  # absent, each of the mode's experiments is unsupported, naming the extra
+        missing = modes.package_missing(package)
+        record["runtime"] = {"name": package, "version": None if missing else installed_version(package)}
+        if record["runtime"]["version"] is None:
+            return record
+        runtimes.register_compile_backend(package if kind == "compile" else "")
     if kind == "compile":
         backends = torch._dynamo.list_backends(exclude_tags=())
         if settings.backend not in backends:
@@ -258,7 +276,6 @@ def check(name: str, settings: ModeSettings) -> dict:
                     f"{torch.__version__} takes a {type(default).__name__} (its default is {default!r}): expected a "
                     f"{type(default).__name__}, such as {default!r}."
                 )
-    record = {"mode": name, "settings": settings.to_json(), "torch": torch.__version__}
     if settings.quantize:
         record["quantization"] = quantization.check(f"mode_definitions.{name}.quantize", settings.quantize)
     if kind == "compile" and settings.backend == "inductor":
@@ -298,6 +315,6 @@ def _same_kind(value: Any, default: Any) -> bool:
     return isinstance(value, type(default)) if isinstance(default, (str, dict)) else True
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else ""
