@@ -385,3 +385,10 @@ def test_each_runtime_is_set_against_the_best_torch_mode_with_an_interval(tmp_pa
     assert pd.isna(openvino["vs_torch_ratio"])
     (sentence,) = runtime_tables.runtime_findings(table)
     assert sentence.startswith("On cpu, resnet: onnxruntime (") and "is faster than compile-max-autotune" in sentence
+    # page 1: beside the mode it says to use
+    said = runtime_tables.answer_clause(table, "cpu", "resnet", "onnxruntime")
+    assert said.startswith("Against compile-max-autotune, the best torch mode: 2.") and said.endswith(", faster.")
+    said = runtime_tables.answer_clause(table, "cpu", "resnet", "compile-max-autotune")
+    assert said.startswith("Against it, onnxruntime 2.") and said.endswith(", faster.")
+    assert runtime_tables.answer_clause(table, "cpu", "resnet", "eager") is None
+    assert runtime_tables.answer_clause(table, "cpu", "llama", "compile-default") is None

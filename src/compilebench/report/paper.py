@@ -62,8 +62,12 @@ from .rows import (
     unguarded,
     where_time_goes,
 )
-from .runtime_tables import runtime_findings
+from .runtime_tables import answer_clause, runtime_findings
 from .tables import inference_only
+
+
+def _use(entry: dict) -> str | None:
+    return (entry.get("use") or {}).get("mode")
 
 
 def _data_uri(path: Path) -> str:
@@ -120,7 +124,10 @@ def context(
         "authors": config.get("authors", ""),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "answer": (answered := answer(runs, speedups)),
-        "advice": [advice(entry) for entry in answered],
+        "advice": [
+            " ".join(filter(None, [advice(e), answer_clause(runtimes, e["hardware"], e["model"], _use(e))]))
+            for e in answered
+        ],
         "model_count": int(runs["sweep_of"].fillna(runs["model"]).nunique()) if "sweep_of" in runs else 0,
         "findings": settings_findings(effects) + scaling_findings(scaling),  # Table 1 states each mode's effect
         "trust": level_findings(runs)

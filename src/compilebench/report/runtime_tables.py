@@ -123,3 +123,26 @@ def runtime_findings(table: pd.DataFrame) -> list[str]:
             f"{top['vs_torch_mode']}, the best torch mode: {top['vs_torch_ratio']:.2f}x ({low:.2f}-{high:.2f})."
         )
     return sentences
+
+
+VERDICT_WORDS = {"faster": "faster", "slower": "slower", "same": "the same within the threshold"}
+
+
+def answer_clause(table: pd.DataFrame, hardware: str, model: str, use: str | None) -> str | None:
+    """Page 1's word on the runtimes beside the mode it says to use: a runtime it chose, against the best torch mode;
+    the best torch mode it chose, against each runtime. None where the model ran no runtime, or eager is chosen."""
+    rows = table[(table["hardware"] == hardware) & (table["model"] == model) & table["vs_torch_ratio"].notna()]
+    if not len(rows) or use in (None, "eager"):
+        return None
+
+    def said(row) -> str:
+        words = VERDICT_WORDS.get(row["vs_torch_verdict"], "no detectable difference")
+        return f"{row['vs_torch_ratio']:.2f}× ({row['vs_torch_ci95_low']:.2f}–{row['vs_torch_ci95_high']:.2f}), {words}"
+
+    chosen = rows[rows["mode"] == use]
+    if len(chosen):
+        row = chosen.iloc[0]
+        return f"Against {row['vs_torch_mode']}, the best torch mode: {said(row)}."
+    if use != rows.iloc[0]["vs_torch_mode"]:
+        return None
+    return "Against it, " + "; ".join(f"{row['mode']} {said(row)}" for _, row in rows.iterrows()) + "."
