@@ -180,7 +180,7 @@ def _torchscript(
             if settings.optimize_for_inference:
                 scripted = torch.jit.optimize_for_inference(scripted)
     except Exception as exc:  # TorchScript raises many types; all mean "cannot apply"
-        raise Unsupported(f"TorchScript {method} failed: {type(exc).__name__}: {first_line(exc)}") from exc
+        raise Unsupported(f"TorchScript {method} failed: {type(exc).__name__}: {_first_line(exc)}") from exc
     return scripted, {"script_s": time.perf_counter() - begin}
 
 
@@ -202,7 +202,7 @@ def build_package(module: nn.Module, inputs: tuple, settings: ModeSettings, devi
         with torch.no_grad(), precision(device, dtype):
             exported = torch.export.export(module, inputs, strict=getattr(settings, "strict", False))
     except Exception as exc:  # export reports an unexportable model through many exception types
-        raise Unsupported(f"torch.export failed: {type(exc).__name__}: {first_line(exc)}") from exc
+        raise Unsupported(f"torch.export failed: {type(exc).__name__}: {_first_line(exc)}") from exc
     exported_at = time.perf_counter()
     with precision(device, dtype):
         path = torch._inductor.aoti_compile_and_package(
@@ -226,7 +226,7 @@ def precompile(module: nn.Module, inputs: tuple, settings: ModeSettings, device:
         with torch.no_grad(), precision(device, dtype):
             compiled = torch.compile(module.forward, **kwargs).aot_compile((inputs, {}))
     except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.UserError) as exc:
-        raise Unsupported(f"aot_compile needs the model as one graph: {first_line(exc)}") from exc
+        raise Unsupported(f"aot_compile needs the model as one graph: {_first_line(exc)}") from exc
     compiled.save_compiled_function(path, external_data={"module": module})
     return {"precompile_s": time.perf_counter() - begin, "precompiled_bytes": os.path.getsize(path)}
 
@@ -315,6 +315,6 @@ def _same_kind(value: Any, default: Any) -> bool:
     return isinstance(value, type(default)) if isinstance(default, (str, dict)) else True
 
 
-def first_line(exc: BaseException) -> str:
+def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else ""
