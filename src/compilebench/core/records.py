@@ -242,6 +242,11 @@ def skipped(env_record: dict) -> bool:
     return env_record.get("status") == SKIPPED
 
 
+def is_training(result: dict) -> bool:
+    """A training step's result (`MODEL.train`), another workload than the inference experiments beside it."""
+    return bool((result.get("spec") or {}).get("train")) or "train_correctness" in result
+
+
 def identity(exp: Experiment) -> dict[str, Any]:
     """What a result must carry to stand for `exp`: its name and fingerprint, and the settings it records, as
     JSON reads them back."""

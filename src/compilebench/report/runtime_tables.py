@@ -7,8 +7,9 @@ import pandas as pd
 
 from ..analysis import stats
 from ..core.modes import RUNTIME_KINDS
+from ..core.records import is_training
+from .tables import SPEEDUP_COLUMNS
 
-SPEEDUP_COLUMNS = ["speedup", "speedup_ci95_low", "speedup_ci95_high", "against_noise"]
 RUNTIME_COLUMNS = [
     "hardware", "model", "mode", "role", "kind", "status", "median_ms", *SPEEDUP_COLUMNS, "compile_s",
     "artifact_bytes", "start_path", "start_s", "start_ci95_low", "start_ci95_high", "correct", "runtime_version",
@@ -35,7 +36,7 @@ def runtimes(
     started = start_paths[start_paths["status"] == "ok"] if start_paths is not None and len(start_paths) else None
     groups: dict[tuple[str, str], list[dict]] = {}  # by hardware and model
     for result in results:
-        if not (result.get("experiment") or {}).get("spec", {}).get("train"):
+        if not is_training(result):
             groups.setdefault((result["hardware"], result["model"]), []).append(result)
     rows = []
     for group in groups.values():

@@ -6,7 +6,10 @@ import math
 
 import pandas as pd
 
-SPEEDUP_COLUMNS = ["speedup", "speedup_ci95_low", "speedup_ci95_high", "against_noise", "processes"]
+from ..core.records import is_training
+from . import tables
+
+SPEEDUP_COLUMNS = [*tables.SPEEDUP_COLUMNS, "processes"]
 SPLIT_COLUMNS = ["forward_ms", "backward_ms", "optimizer_ms"]
 TRAINING_COLUMNS = [
     "hardware", "model", "train_of", "mode", "status", "optimizer", "batch_size", "step_ms", "step_ci95_low",
@@ -25,9 +28,9 @@ def training(results: list[dict], speedups: pd.DataFrame) -> pd.DataFrame:
     shown = speedups.set_index(["hardware", "model", "mode"]) if len(speedups) else None
     rows = []
     for result in results:
-        train = (result.get("experiment") or {}).get("spec", {}).get("train")
-        if not train and "train_correctness" not in result:
+        if not is_training(result):
             continue
+        train = (result.get("spec") or {}).get("train")
         key = (result["hardware"], result["model"], result["mode"])
         row = {"hardware": key[0], "model": key[1], "mode": key[2], "status": result["status"]}
         row["train_of"] = str(key[1]).removesuffix(".train")
