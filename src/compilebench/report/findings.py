@@ -363,6 +363,15 @@ def stream_findings(streams: pd.DataFrame) -> list[str]:
     return findings
 
 
+# What a mode's one-off cost is, by kind, in page 1's words: a runtime's is no compile of torch's.
+COLD_COST_WORDS = {
+    "jit": "scripting",
+    "export": "export and ahead-of-time compile",
+    "onnxruntime": "export to ONNX and session",
+    "openvino": "conversion and compile",
+}
+
+
 def advice(entry: dict) -> str:
     """One sentence per model and hardware entry: the mode to use, by how much, and after how many calls its
     compile pays; eager where no mode was found faster. A caveat a check found is in the same sentence."""
@@ -378,9 +387,8 @@ def advice(entry: dict) -> str:
             f"({use['median_ms']:.2f} against {use['eager_ms']:.2f} ms; 95% CI {low:.2f}–{high:.2f}{caveat})"
         )
         if not missing(use.get("compile_s")):
-            said_ += (
-                f"; its {use['compile_s']:.1f} s cold compile pays off after {calls(use['break_even_calls'])} calls"
-            )
+            cost = COLD_COST_WORDS.get(use.get("kind"), "cold compile")
+            said_ += f"; its {use['compile_s']:.1f} s {cost} pays off after {calls(use['break_even_calls'])} calls"
         return said_ + "."
     others = [r for r in rows if r["mode"] != "eager"]
     if not others:

@@ -111,6 +111,7 @@ def answer(runs: pd.DataFrame, speedups: pd.DataFrame) -> list[dict]:
 def _answer_row(row: dict) -> dict:
     return {
         "mode": row["mode"],
+        "kind": row.get("mode_kind"),
         "status": row["status"],
         "median_ms": row.get("median_ms"),
         "compile_s": row.get("compile_s") if row["mode"] != "eager" else None,
