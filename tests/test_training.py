@@ -84,6 +84,8 @@ def test_a_compiled_training_step_runs_through_the_workflow_into_its_table_figur
     assert all(split[side][part] > 0 for side in ("eager", "mode") for part in training.SPLIT_PARTS)
     assert all(result["training"]["step_peak_bytes"][side] > 0 for side in ("eager", "mode"))
     assert result["compile_s"] > 0 and result["compiler"]["graphs"] >= 1
+    passes = result["training"]["compiled_passes"]  # none where AOTAutograd's cache held the step's graphs
+    assert passes is None or (passes["forward_graphs"] >= 1 and passes["backward_graphs"] >= 1)
     assert not (project / "results" / "reference" / "cpu" / "llama.train.pt").exists()  # it checks itself
     row = pd.read_csv(project / "results" / "tables" / "training.csv").set_index("mode").loc["compile-default"]
     assert row["train_of"] == "llama" and row["correct"] and row["speedup"] == pytest.approx(result["speedup"]["value"])
@@ -91,6 +93,23 @@ def test_a_compiled_training_step_runs_through_the_workflow_into_its_table_figur
     section = html.split('id="training"')[1].split('id="limits"')[0]
     assert 'id="figure-training"' in section and "On cpu, llama's training step (sgd, batch 2)" in section
     assert "llama.train" not in html.split('id="answer"')[1].split('id="setup"')[0]
+
+
+def test_a_compiled_step_counts_its_forward_and_backward_graphs_apart(monkeypatch):
+    """Compiled without caches, a two-layer model's first step compiles one forward and one backward graph, each
+    with the seconds its compiler took; before any compile nothing is counted."""
+    from compilebench.worker import compile_phases
+
+    monkeypatch.setattr(torch._inductor.config, "fx_graph_cache", False)
+    monkeypatch.setattr(torch._functorch.config, "enable_autograd_cache", False)
+    torch._dynamo.reset()
+    compile_phases.start()
+    assert compile_phases.graphs_by_pass() is None
+    model = torch.compile(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)))
+    model(torch.randn(4, 8)).sum().backward()
+    passes = compile_phases.graphs_by_pass()
+    assert passes["forward_graphs"] == 1 and passes["backward_graphs"] == 1
+    assert passes["forward_compile_s"] > 0 and passes["backward_compile_s"] > 0
 
 
 def test_a_mode_whose_loss_differs_fails_the_gate_naming_the_tensor():

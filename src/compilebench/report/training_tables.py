@@ -11,12 +11,13 @@ from . import tables
 
 SPEEDUP_COLUMNS = [*tables.SPEEDUP_COLUMNS, "processes"]
 SPLIT_COLUMNS = ["forward_ms", "backward_ms", "optimizer_ms"]
+PASS_COLUMNS = ["forward_graphs", "backward_graphs", "forward_compile_s", "backward_compile_s"]
 TRAINING_COLUMNS = [
     "hardware", "model", "train_of", "mode", "status", "optimizer", "batch_size", "step_ms", "step_ci95_low",
     "step_ci95_high", "eager_step_ms", *SPEEDUP_COLUMNS,
     *(f"{side}_{part}" for side in ("eager", "mode") for part in SPLIT_COLUMNS),
     "eager_step_peak_bytes", "mode_step_peak_bytes", "memory_ratio", "compile_s", "break_even_steps", "graphs",
-    "graph_breaks", "recompiles", "correct", "loss_max_rel", "grad_max_rel", "param_max_rel", "reason",
+    *PASS_COLUMNS, "graph_breaks", "recompiles", "correct", "loss_max_rel", "grad_max_rel", "param_max_rel", "reason",
 ]  # fmt: skip
 
 
@@ -69,6 +70,7 @@ def _measured(result: dict) -> dict:
         row["break_even_steps"] = math.ceil(row["compile_s"] * 1e3 / saved_ms) if saved_ms > 0 else math.inf
     compiler = result.get("compiler") or {}
     row.update({key: compiler.get(key) for key in ("graphs", "graph_breaks", "recompiles")})
+    row.update({key: (seen.get("compiled_passes") or {}).get(key) for key in PASS_COLUMNS})
     check = result.get("train_correctness") or {}
     row["correct"] = (result.get("correctness") or {}).get("passed")
     row.update({key: check.get(key) for key in ("loss_max_rel", "grad_max_rel", "param_max_rel")})

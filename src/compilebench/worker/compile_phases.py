@@ -48,6 +48,22 @@ def read() -> dict[str, float] | None:
     }
 
 
+# Inductor's compilers of AOTAutograd's forward and backward graphs, as torch's compile-time metrics name them.
+PASS_COMPILERS = {"forward": "fw_compiler_base", "backward": "bw_compiler"}
+
+
+def graphs_by_pass() -> dict[str, float] | None:
+    """Forward and backward graphs inductor compiled since `start`, counted apart with the seconds each pass's
+    compiler took (`forward_graphs`, `forward_compile_s`, ...); None where torch's metrics name neither (a graph
+    loaded from a cache compiles nothing)."""
+    timings = torch._dynamo.utils.compilation_time_metrics
+    found = {}
+    for name, compiler in PASS_COMPILERS.items():
+        seconds = [t for key, values in timings.items() if key.endswith(compiler) for t in values]
+        found[f"{name}_graphs"], found[f"{name}_compile_s"] = len(seconds), sum(seconds)
+    return found if found["forward_graphs"] or found["backward_graphs"] else None
+
+
 def cache_hits() -> dict[str, int]:
     """How many compiled graphs came from inductor's FX graph cache and AOTAutograd's cache since `start`."""
     frames = torch._dynamo.utils.get_compilation_metrics()

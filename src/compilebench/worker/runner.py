@@ -266,6 +266,7 @@ def measure_training(process: Process, probed: dict, cache_artifacts: str | None
     options = {"device": exp.device, "dtype": exp.spec.dtype, "workdir": process.workdir, "names": names(exp)}
     mode, first_s, check = training.mode_run(exp, process.model, runs, clock, options)
     first = FirstCall(first_s, compile_phases.read(), wrappers.settings_effect(exp.mode_settings, process.code_before))
+    passes = compile_phases.graphs_by_pass()
     if cache_artifacts:
         save_cache_artifacts(cache_artifacts)
     prepared = Prepared(mode.step, runs.eager.step, None, {})
@@ -296,6 +297,7 @@ def measure_training(process: Process, probed: dict, cache_artifacts: str | None
             "split_ms": split,
             "step_peak_bytes": peaks,
             "memory_rule": training.MEMORY_RULE,
+            "compiled_passes": passes,
         },
         "workload": work,
         **({"profile": profiled} if profiled else {}),
