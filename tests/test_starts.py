@@ -55,6 +55,9 @@ def test_every_path_starts_a_fresh_process_to_a_correct_first_output(every_path)
     for path in ("warm", "artifacts", "package", "precompiled"):
         assert rows[path]["artifact_bytes"] > 0, path
     assert rows["eager"]["artifact_bytes"] is None and rows["cold"]["artifact_bytes"] is None
+    # each start's peak memory, as a user running the mode alone sees it: torch's import alone is over 100 MB
+    assert all(row["peak_bytes"] > 100e6 for row in rows.values())
+    assert rows["cold"]["peak_bytes"] > rows["eager"]["peak_bytes"]  # compiling in the process costs memory
     builds = every_path["builds"]
     assert builds["package"]["status"] == "ok" and builds["precompiled"]["build_s"] > 0
 
@@ -67,6 +70,7 @@ def test_the_summary_of_every_path_sets_each_against_eager(every_path):
     assert cold["overhead_over_eager_s"] == pytest.approx(
         cold["total_s"] - frame.set_index("path").loc["eager", "total_s"]
     )
+    assert (frame["peak_bytes"] > 0).all()
     rows = start_tables.starts([every_path])
     assert rows["overhead_over_eager_s"].isna().tolist() == [True] + [False] * 5
 

@@ -442,8 +442,9 @@ def path_summaries(record: dict, result: dict | None = None, *, resamples: int =
             )
             for part in START_PARTS:
                 entry[part] = statistics.median(r["parts"][part] for r in ok)
-            sizes = [r["artifact_bytes"] for r in ok if r.get("artifact_bytes") is not None]
-            entry["artifact_bytes"] = int(statistics.median(sizes)) if sizes else None
+            for key in ("peak_bytes", "artifact_bytes"):
+                sizes = [r[key] for r in ok if r.get(key) is not None]
+                entry[key] = int(statistics.median(sizes)) if sizes else None
             checked = [r["correct"] for r in ok if r.get("correct") is not None]
             entry["correct"] = all(checked) if checked else None
             if eager and path != "eager":

@@ -101,7 +101,7 @@ def _repeats(plan: dict) -> range:
 
 
 # What a row keeps of its start's record: the timing, the artifact, the check's verdict and rule.
-ROW_KEYS = ("total_s", "parts", "timed_from", "artifact_bytes", "correct", "cache_hits")
+ROW_KEYS = ("total_s", "parts", "timed_from", "peak_bytes", "artifact_bytes", "correct", "cache_hits")
 
 
 def _row(path: str, repeat: int, status: str, reason: str | None, start: dict | None = None) -> dict:

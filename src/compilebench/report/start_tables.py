@@ -13,13 +13,13 @@ def quotient(a, b) -> float | None:
 
 
 START_COLUMNS = ["hardware", "model", "mode", "path", "repeat", "status", "reason", "total_s", *START_PARTS,
-                 "artifact_bytes", "correct", "correctness_rule", "overhead_over_eager_s"]  # fmt: skip
+                 "peak_bytes", "artifact_bytes", "correct", "correctness_rule", "overhead_over_eager_s"]  # fmt: skip
 
 
 START_PATH_COLUMNS = ["hardware", "model", "mode", "path", "starts", "n", "status", "reason", "total_s",
-                      "total_ci95_low", "total_ci95_high", *START_PARTS, "artifact_bytes", "artifact_build_s",
-                      "correct", "overhead_over_eager_s", "overhead_ci95_low", "overhead_ci95_high", "break_even_calls",
-                      "break_even_calls_ci95_low", "break_even_calls_ci95_high"]  # fmt: skip
+                      "total_ci95_low", "total_ci95_high", *START_PARTS, "peak_bytes", "artifact_bytes",
+                      "artifact_build_s", "correct", "overhead_over_eager_s", "overhead_ci95_low", "overhead_ci95_high",
+                      "break_even_calls", "break_even_calls_ci95_low", "break_even_calls_ci95_high"]  # fmt: skip
 
 
 def starts(records: list[dict]) -> pd.DataFrame:

@@ -32,6 +32,14 @@ def device_free_bytes(device: str) -> int | None:
     return psutil.virtual_memory().available
 
 
+def process_peak_bytes(device: str) -> int:
+    """This process's peak memory so far, as a user running it sees it: the allocator's peak on a GPU; on the CPU
+    the peak resident set of the whole process (interpreter, torch, the model, its compile in this process)."""
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return torch.cuda.max_memory_allocated()
+    return _peak_rss_bytes()
+
+
 class PeakMemory:
     """Call `baseline()` before the model is built and `report()` after the run."""
 

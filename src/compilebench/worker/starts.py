@@ -48,7 +48,7 @@ def _start(request: StartRequest, entered_at: float) -> dict:
     begun = spawned_at() or entered_at
     import torch
 
-    from . import compile_phases, runner, runtimes, wrappers
+    from . import compile_phases, memory, runner, runtimes, wrappers
 
     imported_at = time.monotonic()
     path = request.path
@@ -81,6 +81,7 @@ def _start(request: StartRequest, entered_at: float) -> dict:
         ready_at = time.monotonic()
         first_ms, output = process.clock.time(call)
         total_s = time.monotonic() - begun
+        peak_bytes = memory.process_peak_bytes(exp.device)  # before the check's eager call below
         if path in ARTIFACT_PATHS:  # loading it is all there is before the first call
             load_s, ahead_s = ready_at - built_at, 0.0
         else:  # scripting, or export and package build; an export mode's package load apart
@@ -109,6 +110,7 @@ def _start(request: StartRequest, entered_at: float) -> dict:
         "total_s": total_s,
         "parts": parts,
         "timed_from": "spawn" if spawned_at() else "worker",
+        "peak_bytes": peak_bytes,
         "correct": None if check is None else bool(check["passed"]),
         "correctness": check,
         # what a warm start of a measuring job reports (summaries.warm_start_fields)
