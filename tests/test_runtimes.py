@@ -51,6 +51,19 @@ def test_each_runtime_runs_a_tiny_model_correctly_on_the_entrys_threads(model, m
     assert preparation["artifact_bytes"] > 1000
 
 
+def test_openvino_in_bfloat16_is_judged_beside_eager_in_bfloat16():
+    """A float32 model computed in bfloat16 is judged by the reduced-precision rule against eager's own bfloat16
+    error, not by float32's, which no bfloat16 output passes."""
+    definitions = {"openvino-bf16": {"kind": "openvino", "openvino": {"precision": "bf16"}}}
+    result = measured_result("resnet", "openvino-bf16", **definitions)
+    assert result["status"] == "ok", result["error"]
+    check = result["correctness"]
+    assert check["rule"] == "float64" and check["float64_multiplier"] == 3
+    assert check["passed"] is True, check["criterion"]
+    assert check["eager_float64_rmse"] > 1e-4  # eager's error in bfloat16: float32's is orders smaller
+    assert result["runtime"]["precision"] in ("bf16", "f32")  # as the compiled model reads it back
+
+
 def test_a_model_the_exporter_cannot_export_is_unsupported_with_its_message(monkeypatch):
     class Bessel(torch.nn.Module):  # an op neither ONNX nor OpenVINO converts
         def __init__(self, inner):

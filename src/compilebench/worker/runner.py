@@ -16,7 +16,7 @@ import torch
 
 from ..core import modes
 from ..core.errors import Unsupported, UserError
-from ..core.experiment import Experiment, ModelSpec
+from ..core.experiment import Experiment, ModelSpec, OpenVinoSettings
 from ..core.records import error_info, now, result_header
 from . import compile_phases, correctness, profiling, quantization, streams, timing, training, wrappers
 from .dynamo_counters import CompilerHealth
@@ -584,17 +584,29 @@ def prepare(process: Process) -> Prepared:
     return Prepared(generator, eager_call(process), generator, preparation, quantized, compiled)
 
 
+def runtime_precision(exp: Experiment) -> str | None:
+    """The precision a runtime mode computes in where it is not the model's own: OpenVINO's `precision: bf16`."""
+    settings = exp.mode_settings
+    return "bfloat16" if isinstance(settings, OpenVinoSettings) and settings.precision == "bf16" else None
+
+
 def correctness_check(exp: Experiment, model: BuiltModel, outputs: tuple, reference: dict) -> dict:
-    """The mode's output against the reference, by the mode's own rule (a quantized mode's cosine, if any)."""
+    """The mode's output against the reference, by the mode's own rule (a quantized mode's cosine, if any); a runtime
+    computing a float32 model in bfloat16 by the reduced-precision rule, against eager's own error in bfloat16."""
     output, eager_output = outputs
     quantize = exp.mode_settings.quantize
     generation = isinstance(output, Generation)
     logits = output.prefill_logits if generation else output
     eager_logits = eager_output.prefill_logits if generation else eager_output
+    dtype = compute_dtype(exp.spec)
+    if runtime_precision(exp) == "bfloat16" and dtype == "float32":  # judged beside eager in bfloat16 autocast
+        dtype = "bfloat16"
+        with torch.no_grad(), torch.autocast(torch.device(exp.device).type, dtype=torch.bfloat16):
+            eager_logits = model.module(*model.inputs).float()
     check = correctness.compare(
         reference["output"],
         logits,
-        compute_dtype(exp.spec),
+        dtype,
         float64=reference.get("float64"),
         eager=eager_logits,
         float64_missing=reference.get("float64_missing"),
