@@ -26,14 +26,15 @@ def compilebench(*args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "compilebench.cli", *map(str, args)], capture_output=True, text=True)
 
 
-def synthetic_run(folder: Path, number: int, factor: float, rng: np.random.Generator) -> Path:
+def synthetic_run(folder: Path, number: int, factor: float, rng: np.random.Generator, torch: str = "2.14.1") -> Path:
     """One finished run: the synthetic results, every mode's calls `factor` times as long and each result a little
-    off its neighbours' (run-to-run noise of about 1%), measured at hour `number` of a day."""
+    off its neighbours' (run-to-run noise of about 1%), measured on day `number` of a month with `torch`."""
     paths = synthetic_results(folder / "results", hardware=("cpu",))
     for path in paths:
         result = json.loads(path.read_text())
         when = f"2026-11-{number:02d}T03:00:00+00:00"
         result["started_at"] = result["finished_at"] = when
+        result["environment"] = {**(result.get("environment") or {}), "torch": torch}
         if result["status"] == "ok":
             scale = factor * float(np.exp(rng.normal(0, 0.01)))
             result["latency_ms"] = [x * scale for x in result["latency_ms"]]
@@ -45,11 +46,12 @@ def synthetic_run(folder: Path, number: int, factor: float, rng: np.random.Gener
     return folder
 
 
-def history(tmp_path: Path, factors: list[float], seed: int = 0) -> Path:
+def history(tmp_path: Path, factors: list[float], seed: int = 0, torches: list[str] | None = None) -> Path:
     rng = np.random.default_rng(seed)
     path = tmp_path / "history.sqlite"
     for number, factor in enumerate(factors, 1):
-        store.add(synthetic_run(tmp_path / f"run{number}", number, factor, rng), path)
+        torch = torches[number - 1] if torches else "2.14.1"
+        store.add(synthetic_run(tmp_path / f"run{number}", number, factor, rng, torch), path)
     return path
 
 
@@ -116,7 +118,7 @@ def test_a_newer_store_a_broken_store_and_a_run_with_a_bad_result_are_refused_na
 def test_the_dashboard_opens_offline_every_chart_has_data_and_no_console_errors(tmp_path):
     from playwright.sync_api import sync_playwright
 
-    path = history(tmp_path, [1.0] * 4 + [1.2] * 4)
+    path = history(tmp_path, [1.0] * 4 + [1.2] * 4, torches=["2.13.0"] * 4 + ["2.14.1"] * 4)
     site = tmp_path / "site"
     done = compilebench("history", "report", "--store", path, site)
     assert done.returncode == 0, done.stderr
@@ -135,12 +137,18 @@ def test_the_dashboard_opens_offline_every_chart_has_data_and_no_console_errors(
         for other in (page_ for page_ in pages if page_.name != "index.html"):
             page.goto(other.as_uri())
             charts += page.eval_on_selector_all("svg.trend", "ss => ss.map(s => s.querySelectorAll('circle').length)")
+        shown = "els => els.filter(e => e.getBoundingClientRect().width > 0).map(e => e.textContent)"
+        by_date = page.eval_on_selector_all("svg.trend text", shown)
+        page.check("input[name='x-axis'][value='torch']")  # the runs labelled by torch version instead
+        by_torch = page.eval_on_selector_all("svg.trend text", shown)
         page.uncheck("input[data-mode='compile-default']")  # the filter hides that mode's charts
         hidden = page.eval_on_selector_all(".chart[data-mode='compile-default']", "cs => cs.map(c => c.offsetHeight)")
         browser.close()
     assert errors == [] and all(url.startswith("file://") for url in requests)
     assert sparklines and all(len(points.split()) == 8 for points in sparklines)
     assert charts and all(n == 8 for n in charts) and hidden and set(hidden) == {0}
+    assert "2026-11-01" in by_date and "2.13.0" not in by_date
+    assert "2.13.0" in by_torch and "2.14.1" in by_torch and "2026-11-01" not in by_torch
 
 
 def test_the_workflow_appends_its_run_to_the_history_the_config_names_and_nothing_twice(finished, tmp_path):

@@ -19,6 +19,7 @@ th { text-align: left; background: #f4f4f4; } td.num { text-align: right; font-v
 .regression { color: #b00020; font-weight: 600; } .improvement { color: #0a7d32; }
 .chart { display: inline-block; margin: 0 1em 1em 0; vertical-align: top; } .chart h3 { font-size: 13px; margin: 0; }
 .hidden { display: none; } label { margin-right: 1em; } .note { color: #555; }
+body[data-x="date"] .x-torch, body[data-x="torch"] .x-date { display: none; }
 """
 FILTER_SCRIPT = """
 document.querySelectorAll('input[data-mode]').forEach(function (box) {
@@ -28,7 +29,11 @@ document.querySelectorAll('input[data-mode]').forEach(function (box) {
     });
   });
 });
+document.querySelectorAll('input[name="x-axis"]').forEach(function (radio) {
+  radio.addEventListener('change', function () { document.body.dataset.x = radio.value; });
+});
 """
+X_AXES = {"date": "run date", "torch": "torch version"}
 
 
 def page_name(hardware: str, model: str) -> str:
@@ -58,8 +63,16 @@ def _write(path: Path, text: str) -> None:
 def _document(title: str, body: str) -> str:
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-        f"<style>{STYLE}</style></head><body>{body}<script>{FILTER_SCRIPT}</script></body></html>\n"
+        f'<style>{STYLE}</style></head><body data-x="date">{body}<script>{FILTER_SCRIPT}</script></body></html>\n'
     )
+
+
+def _axis_choice() -> str:
+    radios = "".join(
+        f'<label><input type="radio" name="x-axis" value="{key}"{" checked" if key == "date" else ""}> {words}</label>'
+        for key, words in X_AXES.items()
+    )
+    return f"<p>Runs labelled by: {radios}</p>"
 
 
 def _said(change: Change | None) -> str:
@@ -122,7 +135,10 @@ def _model_page(hardware: str, model: str, keys: list[Key], series, found) -> st
     body = (
         f'<p><a href="index.html">← all series</a></p><h1>{html.escape(model)} on {html.escape(hardware)}</h1>'
         '<p class="note">Each dot is a run (its value, and its 95% interval where it has one), in the order the runs '
-        "finished; a red line marks the first run of a new level.</p>" + _mode_filter(modes) + "".join(charts)
+        "finished; a red line marks the first run of a new level, a dotted one the first run on another torch.</p>"
+        + _axis_choice()
+        + _mode_filter(modes)
+        + "".join(charts)
     )
     return _document(f"{model} on {hardware}", body)
 
@@ -149,22 +165,49 @@ def sparkline(points: list[Point], changes: list[Change], width: int = 120, heig
     )
 
 
-def trend_chart(points: list[Point], changes: list[Change], width: int = 480, height: int = 200) -> str:
-    left, pad, inset = 56, 12, 10  # the first run's dot clear of the axis
+def x_labels(points: list[Point]) -> dict[str, list[tuple[int, str]]]:
+    """Where each x axis labels the runs: by date, the first run of each day (at most six, first and last kept); by
+    torch version, the first run on each version."""
+    days = [
+        (i, p.finished_at[:10])
+        for i, p in enumerate(points)
+        if i == 0 or p.finished_at[:10] != points[i - 1].finished_at[:10]
+    ]
+    if len(days) > 6:
+        keep = {round(k * (len(days) - 1) / 5) for k in range(6)}
+        days = [day for k, day in enumerate(days) if k in keep]
+    versions = [(i, p.torch or "?") for i, p in enumerate(points) if i == 0 or p.torch != points[i - 1].torch]
+    return {"date": days, "torch": versions}
+
+
+def trend_chart(points: list[Point], changes: list[Change], width: int = 480, height: int = 216) -> str:
+    left, pad, inset, below = 56, 12, 10, 16  # the first run's dot clear of the axis; the x labels under it
     values = [p.value for p in points]
     spans = [v for p in points for v in (p.ci_low, p.ci_high) if v is not None and math.isfinite(v)]
-    low, per = _scale(values + spans, height, pad)
+    low, per = _scale(values + spans, height - below, pad)
     step = (width - left - pad - inset) / max(1, len(points) - 1)
 
     def y(v: float) -> float:
-        return height - pad - (v - low) * per
+        return height - below - pad - (v - low) * per
 
-    parts = [f'<line x1="{left}" x2="{left}" y1="{pad}" y2="{height - pad}" stroke="#999" />']
-    for v in (low + (height - 2 * pad) / per * f for f in (0.0, 0.5, 1.0)):
+    bottom = height - below - pad
+    parts = [f'<line x1="{left}" x2="{left}" y1="{pad}" y2="{bottom}" stroke="#999" />']
+    for axis, labels in x_labels(points).items():
+        marks = []
+        for i, text in labels:
+            x = left + inset + i * step
+            marks.append(
+                f'<text x="{x:.1f}" y="{height - 4}" font-size="10" text-anchor="middle">{html.escape(text)}</text>'
+            )
+            if axis == "torch" and i:
+                marks.append(f'<line x1="{x - step / 2:.1f}" x2="{x - step / 2:.1f}" y1="{pad}" y2="{bottom}" '
+                             'stroke="#555" stroke-dasharray="2,3" />')  # fmt: skip
+        parts.append(f'<g class="x-{axis}">{"".join(marks)}</g>')
+    for v in (low + (height - below - 2 * pad) / per * f for f in (0.0, 0.5, 1.0)):
         parts.append(f'<text x="{left - 4}" y="{y(v) + 4:.1f}" font-size="10" text-anchor="end">{v:.3g}</text>')
     for c in changes:
         x = left + inset + c.at * step
-        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{pad}" y2="{height - pad}" stroke="#b00020" />')
+        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{pad}" y2="{bottom}" stroke="#b00020" />')
     for i, p in enumerate(points):
         x = left + inset + i * step
         if p.ci_low is not None and p.ci_high is not None:
