@@ -490,3 +490,8 @@ def test_a_run_the_size_of_the_default_one_has_a_body_of_at_most_eight_pages(pap
     paper.write(context, pdf, REPORT / "paper.html.j2", REPORT / "paper.css")
     assert pagefit.page_of(pdf, "Appendix", "A.") - 1 <= 8
     assert len(context["figures"]) >= 5
+
+
+def test_a_blown_up_interval_is_printed_short_enough_to_fit_its_column():
+    """An interval whose bound a near-zero denominator blew up prints in three significant digits, not fourteen."""
+    assert paper.num(45806644057613.12) == "4.58e+13" and paper.num(1.234) == "1.23" and paper.num(None) == "–"

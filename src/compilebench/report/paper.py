@@ -255,10 +255,18 @@ def render_html(ctx: dict, template: Path, css: Path) -> str:
     )
     environment.filters["calls"] = calls
     environment.filters["clip"] = lambda text, limit=240: text if len(str(text)) <= limit else f"{str(text)[:limit]}…"
-    environment.filters["num"] = lambda v, digits=2: (
-        "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
-    )
+    environment.filters["num"] = num
     return environment.get_template(template.name).render(**ctx, css=Path(css).read_text())
+
+
+def num(value, digits: int = 2) -> str:
+    """A table's number: fixed decimals; beyond a million (an interval a near-zero denominator blew up) in three
+    significant digits, so that no column is widened past the page."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if abs(value) >= 1e6:
+        return f"{value:.3g}"
+    return f"{value:.{digits}f}"
 
 
 def write(ctx: dict, out: str | Path, template: Path, css: Path) -> None:
