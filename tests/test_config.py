@@ -94,8 +94,9 @@ def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path):
 
 def test_shipped_default_config_is_valid():
     config = configuration.load(ROOT / "config" / "config.yaml")
-    assert set(config["models"]) == {"resnet18", "vit-tiny.bs1", "vit-tiny.bs8", "llama-tiny"}
+    assert set(config["models"]) == {"resnet18", "vit-tiny.bs1", "vit-tiny.bs8", "llama-tiny", "llama-tiny.train"}
     assert "compile-freezing" in schema.model_modes(config, "resnet18")
+    assert schema.model_modes(config, "llama-tiny.train") == ["compile-default"]  # eager's step is timed beside it
 
 
 def test_an_image_that_is_not_an_image_is_refused_before_anything_runs(tmp_path):
