@@ -495,3 +495,25 @@ def test_a_run_the_size_of_the_default_one_has_a_body_of_at_most_eight_pages(pap
 def test_a_blown_up_interval_is_printed_short_enough_to_fit_its_column():
     """An interval whose bound a near-zero denominator blew up prints in three significant digits, not fourteen."""
     assert paper.num(45806644057613.12) == "4.58e+13" and paper.num(1.234) == "1.23" and paper.num(None) == "–"
+
+
+def test_the_memory_finding_sets_the_largest_peak_beside_the_modes_start_as_deployed():
+    """A runtime holding its export, its session and eager at once peaks at 5x eager in the measuring process;
+    started alone from its saved model it needs 1.28x eager's start, and the finding says both."""
+    runs = pd.DataFrame([
+        {"hardware": "cpu", "model": "resnet18", "mode": "eager", "status": "ok", "peak_memory_bytes": 40e6},
+        {"hardware": "cpu", "model": "resnet18", "mode": "onnxruntime", "status": "ok", "peak_memory_bytes": 200e6},
+    ])  # fmt: skip
+    starts = pd.DataFrame([
+        {"hardware": "cpu", "model": "resnet18", "mode": "onnxruntime", "path": path, "status": "ok",
+         "peak_bytes": peak}
+        for path, peak in (("eager", 782e6), ("cold", 1112e6), ("package", 1000e6))
+    ])  # fmt: skip
+    figure = [{"name": "memory", "number": 2}]
+    said = findings.memory_sentence(figure, runs, starts)
+    assert "onnxruntime for resnet18 on cpu, 5.0× eager's peak" in said
+    assert (
+        "from its package path, as it is deployed, onnxruntime peaked at 1000 MB against eager's start at 782 MB "
+        "(1.28×)" in said
+    )
+    assert findings.memory_sentence(figure, runs, starts.drop(columns="peak_bytes")).endswith("5.0× eager's peak.")

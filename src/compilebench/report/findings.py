@@ -430,13 +430,42 @@ def level_findings(runs: pd.DataFrame) -> list[str]:
     return said_
 
 
-def memory_sentence(figures: list[dict], runs: pd.DataFrame) -> str | None:
-    """What the peak-memory figure shows that no table says: the largest peak any mode took over eager's."""
+def memory_sentence(figures: list[dict], runs: pd.DataFrame, start_paths: pd.DataFrame | None = None) -> str | None:
+    """What the peak-memory figure shows that no table says: the largest peak any mode took over eager's, and where
+    the run timed that mode's starts, its peak started alone as it is deployed, against eager's start."""
     number = next((f["number"] for f in figures if f["name"] == "memory"), None)
-    return None if number is None else _memory_sentence(number, runs)
+    if number is None:
+        return None
+    return _memory_sentence(number, runs) + _started_alone(runs, start_paths)
 
 
-def _memory_sentence(number: int, runs: pd.DataFrame) -> str:
+# A mode's start as it is deployed: its most prepared path the run timed.
+DEPLOYED_PATHS = ("package", "precompiled", "artifacts", "warm", "cold")
+
+
+def _started_alone(runs: pd.DataFrame, start_paths: pd.DataFrame | None) -> str:
+    if start_paths is None or "peak_bytes" not in start_paths or not len(start_paths):
+        return ""
+    top = _largest_over_eager(runs)
+    if top is None:
+        return ""
+    row = top[1]
+    timed = start_paths[(start_paths["status"] == "ok") & start_paths["peak_bytes"].notna()]
+    timed = timed[(timed["hardware"] == row["hardware"]) & (timed["model"] == row["model"])]
+    eager = timed[timed["path"] == "eager"]["peak_bytes"]
+    mine = timed[timed["mode"] == row["mode"]].set_index("path")["peak_bytes"]
+    path = next((p for p in DEPLOYED_PATHS if p in mine.index), None)
+    if path is None or not len(eager):
+        return ""
+    peak, floor = float(mine[path]), float(eager.median())
+    return (
+        f" That figure is each measuring process's peak over its baseline, eager and the mode held at once; started "
+        f"alone from its {path} path, as it is deployed, {row['mode']} peaked at {peak / 1e6:.0f} MB against eager's "
+        f"start at {floor / 1e6:.0f} MB ({peak / floor:.2f}×)."
+    )
+
+
+def _largest_over_eager(runs: pd.DataFrame) -> tuple[float, dict] | None:
     ok = runs[(runs["status"] == "ok") & runs["peak_memory_bytes"].notna()]
     eager = ok[ok["mode"] == "eager"].set_index(["hardware", "model"])["peak_memory_bytes"]
     ratios = [
@@ -444,9 +473,14 @@ def _memory_sentence(number: int, runs: pd.DataFrame) -> str:
         for row in records(ok[ok["mode"] != "eager"])
         if (row["hardware"], row["model"]) in eager.index and eager[(row["hardware"], row["model"])] > 0
     ]
-    if not ratios:
+    return max(ratios, key=lambda pair: pair[0]) if ratios else None
+
+
+def _memory_sentence(number: int, runs: pd.DataFrame) -> str:
+    top = _largest_over_eager(runs)
+    if top is None:
         return f"Figure {number} shows each mode's peak memory."
-    ratio, row = max(ratios, key=lambda pair: pair[0])
+    ratio, row = top
     return (
         f"Figure {number} shows each mode's peak memory; the most any mode took over eager's was {row['mode']} for "
         f"{row['model']} on {row['hardware']}, {ratio:.1f}× eager's peak."

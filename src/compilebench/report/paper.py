@@ -189,7 +189,7 @@ def context(
                 for number, f in enumerate((f for f in drawn if f["not_drawn"] is None and f["name"] in by_name), 1)
             ]
         ),  # fmt: skip
-        "memory_sentence": memory_sentence(numbered, runs),
+        "memory_sentence": memory_sentence(numbered, runs, start_paths),
         "not_drawn": [f for f in drawn if f["not_drawn"] is not None and f["section"] != "appendix"],
         "results": (results := results_rows(runs, speedups, published)),
         "correctness_rules": correctness_rules(results),
