@@ -13,6 +13,7 @@ from ..core.thresholds import (
     BUSY_SHARE,
 )
 from .rows import records
+from .start_tables import DEPLOYED_PATHS
 
 
 def _interval(low, high) -> str:
@@ -437,10 +438,6 @@ def memory_sentence(figures: list[dict], runs: pd.DataFrame, start_paths: pd.Dat
     if number is None:
         return None
     return _memory_sentence(number, runs) + _started_alone(runs, start_paths)
-
-
-# A mode's start as it is deployed: its most prepared path the run timed.
-DEPLOYED_PATHS = ("package", "precompiled", "artifacts", "warm", "cold")
 
 
 def _started_alone(runs: pd.DataFrame, start_paths: pd.DataFrame | None) -> str:

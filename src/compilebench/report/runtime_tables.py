@@ -8,6 +8,7 @@ import pandas as pd
 from ..analysis import stats
 from ..core.modes import RUNTIME_KINDS
 from ..core.records import is_training
+from .start_tables import DEPLOYED_PATHS
 from .tables import SPEEDUP_COLUMNS
 
 RUNTIME_COLUMNS = [
@@ -20,8 +21,7 @@ RUNTIME_COLUMNS = [
 
 # The start a deployment of each side makes, where the run timed it (`measure.starts`): eager's own; a runtime's saved
 # model; a torch mode's most prepared path.
-START_ORDER = {"eager": ("eager",), "runtime": ("package",),
-               "best torch mode": ("package", "precompiled", "artifacts", "warm", "cold")}  # fmt: skip
+START_ORDER = {"eager": ("eager",), "runtime": ("package",), "best torch mode": DEPLOYED_PATHS}
 
 
 def runtimes(

@@ -7,6 +7,9 @@ import pandas as pd
 from ..analysis import summaries
 from ..core.records import START_PARTS
 
+# A compiled mode's start as it is deployed: its most prepared path the run timed, first found first.
+DEPLOYED_PATHS = ("package", "precompiled", "artifacts", "warm", "cold")
+
 
 def quotient(a, b) -> float | None:
     return a / b if a and b else None
