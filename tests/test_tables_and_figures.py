@@ -392,3 +392,22 @@ def test_each_runtime_is_set_against_the_best_torch_mode_with_an_interval(tmp_pa
     assert said.startswith("Against it, onnxruntime 2.") and said.endswith(", faster.")
     assert runtime_tables.answer_clause(table, "cpu", "resnet", "eager") is None
     assert runtime_tables.answer_clause(table, "cpu", "llama", "compile-default") is None
+
+
+def test_the_memory_figure_sets_each_mode_started_alone_beside_its_measuring_process(synthetic_tables):
+    """Where the run timed starts, Figure 2 draws beside the measuring processes' peaks each mode's start on its
+    most prepared path (ONNX Runtime's package, not its cold start) and eager's start, in MiB."""
+    started = pd.DataFrame([
+        {"hardware": "cpu", "model": "resnet", "mode": "onnxruntime", "path": path, "status": "ok", "peak_bytes": peak}
+        for path, peak in (("eager", 782 * 2**20), ("cold", 1112 * 2**20), ("package", 1000 * 2**20))
+    ])  # fmt: skip
+    assert start_tables.deployed_peaks(started)[["mode", "path"]].values.tolist() == [
+        ["eager", "eager"], ["onnxruntime", "package"]
+    ]  # fmt: skip
+    alone = figures.peak_memory(dataclasses.replace(synthetic_tables, start_paths=started))
+    panels = {ax.get_title(): ax for ax in alone.axes if ax.axison}
+    assert "cpu: started alone, as deployed" in panels and "cpu: measured" in panels
+    heights = sorted(round(bar.get_height()) for bar in panels["cpu: started alone, as deployed"].patches)
+    assert [h for h in heights if h > 0] == [782, 1000]
+    plain = figures.peak_memory(synthetic_tables)  # no start read its memory: the measuring processes alone
+    assert all(":" not in ax.get_title() for ax in plain.axes)

@@ -4,6 +4,8 @@ refused where a mode cannot train, and shown in the training table, its figure a
 from __future__ import annotations
 
 import copy
+import sys
+import time
 from html import unescape
 
 import pandas as pd
@@ -15,6 +17,7 @@ from synthetic import resealed, synthetic_results
 from compilebench.configuration import config as configuration
 from compilebench.core.errors import ConfigError
 from compilebench.core.files import read_results, write_json
+from compilebench.parent import jobs
 from compilebench.report import figures, findings, speedup_tables, tables, training_tables
 from compilebench.worker import training
 from compilebench.worker.models import build
@@ -82,7 +85,10 @@ def test_a_compiled_training_step_runs_through_the_workflow_into_its_table_figur
     assert result["training"]["targets"] == "the next token"
     split = result["training"]["split_ms"]
     assert all(split[side][part] > 0 for side in ("eager", "mode") for part in training.SPLIT_PARTS)
-    assert all(result["training"]["step_peak_bytes"][side] > 0 for side in ("eager", "mode"))
+    alone = result["training"]["step_memory"]  # each side stepped alone in a process of its own
+    assert all(result["training"]["step_peak_bytes"][side] > 0 for side in ("eager", "mode")) and not alone["notes"]
+    assert all(alone[side]["process_peak_bytes"] > 100 * 2**20 for side in ("eager", "mode"))
+    assert alone["mode"]["first_step_peak_bytes"] > alone["eager"]["first_step_peak_bytes"]  # the compile's, apart
     assert result["compile_s"] > 0 and result["compiler"]["graphs"] >= 1
     passes = result["training"]["compiled_passes"]  # none where AOTAutograd's cache held the step's graphs
     assert passes is None or (passes["forward_graphs"] >= 1 and passes["backward_graphs"] >= 1)
@@ -93,6 +99,15 @@ def test_a_compiled_training_step_runs_through_the_workflow_into_its_table_figur
     section = html.split('id="training"')[1].split('id="limits"')[0]
     assert 'id="figure-training"' in section and "On cpu, llama's training step (sgd, batch 2)" in section
     assert "llama.train" not in html.split('id="answer"')[1].split('id="setup"')[0]
+
+
+def test_a_side_whose_memory_process_cannot_run_leaves_its_figures_empty_and_says_why(tmp_path):
+    exp = configuration.experiment(training_config(), "vit.train", "compile-default", "cpu")
+    alone = jobs._steps_alone(exp, sys.executable, {}, tmp_path, deadline=time.monotonic())
+    assert alone["step_peak_bytes"] == {"eager": None, "mode": None}
+    assert alone["step_memory"]["notes"] == [
+        f"the {side} side's memory process did not run: measure.timeout_s was spent" for side in ("eager", "mode")
+    ]
 
 
 def test_a_compiled_step_counts_its_forward_and_backward_graphs_apart(monkeypatch):

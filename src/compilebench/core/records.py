@@ -207,6 +207,16 @@ class ArtifactRequest(Request):
 
 
 @dataclass(frozen=True)
+class StepMemoryRequest(Request):
+    """One side of a training experiment (`eager` or `mode`) stepped alone in a fresh process, for its peak memory
+    (`worker.training.step_memory`)."""
+
+    kind: ClassVar[str] = "step_memory"
+    exp: Experiment
+    side: str
+
+
+@dataclass(frozen=True)
 class MeasureRequest(Request):
     kind: ClassVar[str] = "measure"
     exp: Experiment
@@ -219,7 +229,15 @@ class MeasureRequest(Request):
 
 REQUESTS: dict[str, type[Request]] = {
     r.kind: r
-    for r in (EnvironmentRequest, ModeCheckRequest, ReferenceRequest, StartRequest, ArtifactRequest, MeasureRequest)
+    for r in (
+        EnvironmentRequest,
+        ModeCheckRequest,
+        ReferenceRequest,
+        StartRequest,
+        ArtifactRequest,
+        StepMemoryRequest,
+        MeasureRequest,
+    )
 }
 
 

@@ -36,7 +36,9 @@ from ..core.records import (
     ModeCheckRequest,
     ProcessRecord,
     ReferenceRequest,
+    Request,
     StartRequest,
+    StepMemoryRequest,
     now,
     result_header,
 )
@@ -200,7 +202,8 @@ def process_job(
     written whatever happens.
 
     Process 1 compiles cold (with `measure.private_cache`, in empty caches of its own), where asked starts again
-    from them and from torch's cache bundle, and leaves a copy of them in `caches`; a later process starts from a
+    from them and from torch's cache bundle, steps each side of a training experiment alone in a process of its own
+    for its peak memory, and leaves a copy of its caches in `caches`; a later process starts from a
     copy of those, so its first call is a warm start; with `measure.cold_processes`, in empty caches of its own too.
     The measurement runs in a child process that leads its own process group, so that a process past its time is
     stopped with everything it started (inductor's compile workers included), and a crash of the child (a segfault,
@@ -276,6 +279,9 @@ def process_job(
         if record["status"] == "ok" and process == 1 and _warm_starts_wanted(exp):
             record.update(warm_starts=_warm_starts(exp, python, caches_env, artifacts, scratch, deadline))
             record["finished_at"] = now()
+            write_json(out, record)
+        if record["status"] == "ok" and process == 1 and exp.spec.train:
+            record["training"].update(_steps_alone(exp, python, caches_env, scratch, deadline))
             write_json(out, record)
         if (process == 1 or damaged) and private and (scratch / "caches").is_dir():
             if damaged:  # the later processes start from this cold compile's caches instead
@@ -396,23 +402,44 @@ def _warm_starts(exp: Experiment, python: str, caches: dict, artifacts: Path, sc
             "no cache bundle: this torch has no torch.compiler.save_cache_artifacts, or it saved nothing"
         )
     for name, env, artifacts_path in plans:
-        left = deadline - time.monotonic()
-        if left <= 1:
-            starts["notes"].append(f"the {name} start did not run: measure.timeout_s was spent")
-            continue
-        out = scratch / f"{name}-start.json"
         path = "artifacts" if name == "bundle" else name
-        request = StartRequest(str(out), exp, path=path, artifact=artifacts_path)
-        returncode = supervised(request, left, python=python, env=env)
-        if returncode == 0 and out.is_file() and (record := read_json(out))["status"] == "ok":
-            starts[name] = record
-        elif returncode == 0 and out.is_file():
-            starts["notes"].append(f"the {name} start was {record['status']}: {record['error']['message']}")
-        else:
-            why = "ran past measure.timeout_s" if returncode is None else death(returncode)
-            starts["notes"].append(f"the {name} start {why}")
-            log.error("the %s start %s; the result keeps the cold measurement", name, why)
+        request = StartRequest(str(scratch / f"{name}-start.json"), exp, path=path, artifact=artifacts_path)
+        starts[name], note = _fresh_process(request, f"the {name} start", python, env, deadline)
+        starts["notes"] += [note] if note else []
     return starts
+
+
+def _steps_alone(exp: Experiment, python: str, env: dict, scratch: Path, deadline: float) -> dict:
+    """A training experiment's two sides, each stepped alone in a fresh process of its own (in the caches the
+    measurement left, so the mode's compile is warm), for their peak memory: `step_memory` (each side's record, or
+    None) with its notes, and `step_peak_bytes`."""
+    alone: dict = {"notes": []}
+    for side in ("eager", "mode"):
+        request = StepMemoryRequest(str(scratch / f"{side}-memory.json"), exp, side)
+        alone[side], note = _fresh_process(request, f"the {side} side's memory process", python, env, deadline)
+        alone["notes"] += [note] if note else []
+    peaks = {side: (alone[side] or {}).get("step_peak_bytes") for side in ("eager", "mode")}
+    return {"step_memory": alone, "step_peak_bytes": peaks}
+
+
+Ran = tuple[dict | None, str | None]  # a fresh process's `ok` record, or None and why
+
+
+def _fresh_process(request: Request, name: str, python: str, env: dict, deadline: float) -> Ran:
+    """`request` run in a fresh process in the time `measure.timeout_s` leaves: its `ok` record, or None and why."""
+    left = deadline - time.monotonic()
+    if left <= 1:
+        return None, f"{name} did not run: measure.timeout_s was spent"
+    returncode = supervised(request, left, python=python, env=env)
+    out = Path(request.out)
+    if returncode == 0 and out.is_file():
+        record = read_json(out)
+        if record["status"] == "ok":
+            return record, None
+        return None, f"{name} was {record['status']}: {record['error']['message']}"
+    why = "ran past measure.timeout_s" if returncode is None else death(returncode)
+    log.error("%s %s; the result keeps the measurement", name, why)
+    return None, f"{name} {why}"
 
 
 def _upstream_failed(step: str, error: ErrorInfo) -> ErrorInfo:

@@ -19,6 +19,7 @@ import seaborn as sns  # noqa: E402
 from ..core.layout import FIGURE_NAMES, FIGURE_SECTIONS  # noqa: E402
 from ..core.modes import MODE_NAMES, label, ordered  # noqa: E402
 from ..core.records import COMPILE_PHASES, START_PARTS  # noqa: E402
+from .start_tables import deployed_peaks  # noqa: E402
 
 BUILTIN_COLORS = dict(zip(MODE_NAMES, sns.color_palette("colorblind", len(MODE_NAMES))))
 DEFINED_COLORS = sns.color_palette("dark", 10)
@@ -97,20 +98,35 @@ def _bars(ax, frame: pd.DataFrame, value: str, low: str | None = None, high: str
     ax.set_xticks(range(len(modes)), [label(m) for m in modes], rotation=35, ha="right", fontsize=8)
 
 
-def _per_hardware(frame: pd.DataFrame, draw: Callable, ylabel: str) -> plt.Figure:
+@dataclass(frozen=True)
+class Panel:
+    """What a panel per hardware entry draws: `draw(ax, subframe, models, modes)` over `frame`."""
+
+    frame: pd.DataFrame
+    draw: Callable
+    ylabel: str
+    title: str = ""
+
+
+def _per_hardware(frame: pd.DataFrame, draw: Callable, ylabel: str, beside: Panel | None = None) -> plt.Figure:
     """One full-width panel per hardware entry, the models along it; `draw(ax, subframe, models, modes)` fills
-    each."""
+    each; `beside`, a second panel to the right of each (half width each then), where it has that entry's data."""
     hardware = sorted(frame["hardware"].unique())
-    fig, axes = plt.subplots(len(hardware), 1, figsize=(7, 2.3 * len(hardware)), squeeze=False)
-    for ax, hw in zip(axes[:, 0], hardware):
-        sub = frame[frame["hardware"] == hw]
-        models, modes = list(dict.fromkeys(sub["model"])), _modes(sub)
-        draw(ax, sub, models, modes)
-        ax.set_xticks(range(len(models)), models, fontsize=8)
-        ax.set_xlabel("")
-        ax.set_ylabel(ylabel, fontsize=8)
-        ax.set_title(hw, fontsize=9)
-        ax.legend(fontsize=7, ncol=min(3, len(modes)), frameon=False)
+    columns = [Panel(frame, draw, ylabel, "measured" if beside else ""), *([beside] if beside else [])]
+    fig, axes = plt.subplots(len(hardware), len(columns), figsize=(7, 2.3 * len(hardware)), squeeze=False)
+    for row, hw in zip(axes, hardware):
+        for ax, panel in zip(row, columns):
+            sub = panel.frame[panel.frame["hardware"] == hw]
+            if sub.empty:
+                ax.axis("off")
+                continue
+            models, modes = list(dict.fromkeys(sub["model"])), _modes(sub)
+            panel.draw(ax, sub, models, modes)
+            ax.set_xticks(range(len(models)), models, fontsize=8)
+            ax.set_xlabel("")
+            ax.set_ylabel(panel.ylabel, fontsize=8)
+            ax.set_title(f"{hw}: {panel.title}" if panel.title else hw, fontsize=9)
+            ax.legend(fontsize=7, ncol=min(3 if not beside else 2, len(modes)), frameon=False)
     fig.tight_layout()
     return fig
 
@@ -246,12 +262,19 @@ def hardware_comparison(t: Tables) -> plt.Figure | str:
 
 
 def peak_memory(t: Tables) -> plt.Figure | str:
-    """7. Peak memory of each mode, grouped by model (GPU allocator peak; CPU peak RSS over the pre-model baseline)."""
+    """7. Peak memory of each mode, grouped by model: in its measuring process (GPU allocator peak; CPU peak RSS over
+    the pre-model baseline, eager and the mode held at once), and beside it, where the run timed starts, each mode
+    started alone on its deployed path (the whole process's peak, as users run it)."""
     ok = t.ok.dropna(subset=["peak_memory_bytes"])
     if ok.empty:
         return "No memory measurements in this run."
     ok = ok.assign(peak_mib=ok["peak_memory_bytes"] / 2**20)
-    return _per_hardware(ok, _grouped_bars("peak_mib"), "peak memory (MiB)")
+    alone = deployed_peaks(t.start_paths)
+    if alone.empty:
+        return _per_hardware(ok, _grouped_bars("peak_mib"), "peak memory (MiB)")
+    alone = Panel(alone.assign(peak_mib=alone["peak_bytes"] / 2**20), _grouped_bars("peak_mib"),
+                  "process peak (MiB)", "started alone, as deployed")  # fmt: skip
+    return _per_hardware(ok, _grouped_bars("peak_mib"), "peak over baseline (MiB)", beside=alone)
 
 
 def scaling(t: Tables) -> plt.Figure | str:

@@ -13,7 +13,7 @@ from ..core.thresholds import (
     BUSY_SHARE,
 )
 from .rows import records
-from .start_tables import DEPLOYED_PATHS
+from .start_tables import deployed_peaks
 
 
 def _interval(low, high) -> str:
@@ -441,20 +441,15 @@ def memory_sentence(figures: list[dict], runs: pd.DataFrame, start_paths: pd.Dat
 
 
 def _started_alone(runs: pd.DataFrame, start_paths: pd.DataFrame | None) -> str:
-    if start_paths is None or "peak_bytes" not in start_paths or not len(start_paths):
-        return ""
     top = _largest_over_eager(runs)
-    if top is None:
+    if start_paths is None or top is None:
         return ""
     row = top[1]
-    timed = start_paths[(start_paths["status"] == "ok") & start_paths["peak_bytes"].notna()]
-    timed = timed[(timed["hardware"] == row["hardware"]) & (timed["model"] == row["model"])]
-    eager = timed[timed["path"] == "eager"]["peak_bytes"]
-    mine = timed[timed["mode"] == row["mode"]].set_index("path")["peak_bytes"]
-    path = next((p for p in DEPLOYED_PATHS if p in mine.index), None)
-    if path is None or not len(eager):
+    alone = deployed_peaks(start_paths)
+    alone = alone[(alone["hardware"] == row["hardware"]) & (alone["model"] == row["model"])].set_index("mode")
+    if "eager" not in alone.index or row["mode"] not in alone.index:
         return ""
-    peak, floor = float(mine[path]), float(eager.median())
+    (peak, path), floor = alone.loc[row["mode"], ["peak_bytes", "path"]], alone.loc["eager", "peak_bytes"]
     return (
         f" That figure is each measuring process's peak over its baseline, eager and the mode held at once; started "
         f"alone from its {path} path, as it is deployed, {row['mode']} peaked at {peak / 1e6:.0f} MB against eager's "

@@ -11,6 +11,26 @@ from ..core.records import START_PARTS
 DEPLOYED_PATHS = ("package", "precompiled", "artifacts", "warm", "cold")
 
 
+def deployed_peaks(start_paths: pd.DataFrame) -> pd.DataFrame:
+    """Peak memory as users run each mode, from the fresh starts: per hardware and model, eager's start (the median
+    over the jobs that timed it) and each mode's start on its most prepared path (`DEPLOYED_PATHS`); columns
+    hardware, model, mode, path, peak_bytes. Empty where no start read its memory."""
+    columns = ["hardware", "model", "mode", "path", "peak_bytes"]
+    if "peak_bytes" not in start_paths or not len(start_paths):
+        return pd.DataFrame(columns=columns)
+    timed = start_paths[(start_paths["status"] == "ok") & start_paths["peak_bytes"].notna()]
+    rows = []
+    for (hardware, model), sub in timed.groupby(["hardware", "model"], sort=False):
+        eager = sub[sub["path"] == "eager"]["peak_bytes"]
+        if len(eager):
+            rows.append((hardware, model, "eager", "eager", float(eager.median())))
+        for mode, mine in sub[sub["path"] != "eager"].groupby("mode", sort=False):
+            peaks = mine.set_index("path")["peak_bytes"]
+            if path := next((p for p in DEPLOYED_PATHS if p in peaks.index), None):
+                rows.append((hardware, model, mode, path, float(peaks[path])))
+    return pd.DataFrame(rows, columns=columns)
+
+
 def quotient(a, b) -> float | None:
     return a / b if a and b else None
 

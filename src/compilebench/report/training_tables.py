@@ -12,12 +12,16 @@ from . import tables
 SPEEDUP_COLUMNS = [*tables.SPEEDUP_COLUMNS, "processes"]
 SPLIT_COLUMNS = ["forward_ms", "backward_ms", "optimizer_ms"]
 PASS_COLUMNS = ["forward_graphs", "backward_graphs", "forward_compile_s", "backward_compile_s"]
+# each side stepped alone in a process of its own: its first step's peak (the compile's, for the mode) and the
+# whole process's peak, as a user who trains only that way sees it
+ALONE_COLUMNS = [f"{side}_{peak}_bytes" for side in ("eager", "mode") for peak in ("first_step_peak", "process_peak")]
 TRAINING_COLUMNS = [
     "hardware", "model", "train_of", "mode", "status", "optimizer", "batch_size", "step_ms", "step_ci95_low",
     "step_ci95_high", "eager_step_ms", *SPEEDUP_COLUMNS,
     *(f"{side}_{part}" for side in ("eager", "mode") for part in SPLIT_COLUMNS),
-    "eager_step_peak_bytes", "mode_step_peak_bytes", "memory_ratio", "compile_s", "break_even_steps", "graphs",
-    *PASS_COLUMNS, "graph_breaks", "recompiles", "correct", "loss_max_rel", "grad_max_rel", "param_max_rel", "reason",
+    "eager_step_peak_bytes", "mode_step_peak_bytes", "memory_ratio", *ALONE_COLUMNS, "compile_s", "break_even_steps",
+    "graphs", *PASS_COLUMNS, "graph_breaks", "recompiles", "correct", "loss_max_rel", "grad_max_rel", "param_max_rel",
+    "reason",
 ]  # fmt: skip
 
 
@@ -65,6 +69,14 @@ def _measured(result: dict) -> dict:
     row["eager_step_peak_bytes"], row["mode_step_peak_bytes"] = peaks.get("eager"), peaks.get("mode")
     if peaks.get("eager") and peaks.get("mode"):
         row["memory_ratio"] = peaks["eager"] / peaks["mode"]
+    alone = seen.get("step_memory") or {}
+    for side in ("eager", "mode"):
+        row.update(
+            {
+                f"{side}_{peak}": (alone.get(side) or {}).get(peak)
+                for peak in ("first_step_peak_bytes", "process_peak_bytes")
+            }
+        )
     if row["compile_s"] is not None and eager_ms is not None:
         saved_ms = eager_ms - stats["median_ms"]
         row["break_even_steps"] = math.ceil(row["compile_s"] * 1e3 / saved_ms) if saved_ms > 0 else math.inf

@@ -29,6 +29,7 @@ from ..core.records import (
     ReferenceRequest,
     Request,
     StartRequest,
+    StepMemoryRequest,
     error_info,
 )
 from ..core.supervise import die_with_parent
@@ -108,6 +109,18 @@ def artifact(request: ArtifactRequest) -> None:
     write_json(request.out, starts.build_artifact(request))
 
 
+def step_memory(request: StepMemoryRequest) -> None:
+    """One side of a training step alone in this fresh process: its peak memory, or why it could not step."""
+    from .runner import step_memory as stepped_alone
+
+    try:
+        record = {"status": "ok", "error": None, **stepped_alone(request.exp, request.side)}
+    except Exception as exc:  # a side that cannot step says why; the measurement keeps its own result
+        log.error("the %s side's steps failed: %s: %s", request.side, type(exc).__name__, exc)
+        record = {"side": request.side, "status": "failed", "error": error_info(exc)}
+    write_json(request.out, record)
+
+
 def measure(request: MeasureRequest) -> None:
     """One measuring process: its record, failed or not."""
     import torch
@@ -162,6 +175,7 @@ HANDLERS: dict[str, Callable[[Request], None]] = {
     "reference": reference,
     "start": start,
     "artifact": artifact,
+    "step_memory": step_memory,
     "measure": measure,
 }
 assert set(HANDLERS) == set(REQUESTS)

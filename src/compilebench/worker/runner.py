@@ -277,8 +277,6 @@ def measure_training(process: Process, probed: dict, cache_artifacts: str | None
     if capacity_before is not None:
         machine["capacity"] = {"before": capacity_before, "after": parallel_capacity(exp.device)}
     split = training.split_parts(runs.eager, mode, clock)
-    sides = {"eager": runs.eager, "mode": mode}
-    peaks = {side: training.step_peak_bytes(trainee, exp.device) for side, trainee in sides.items()}
     seen = {"memory": memory_report(process), "compiler": process.health.report()}
     profiled = profile(process, prepared) if with_profile else None
     work = workload(process.model, exp.spec)
@@ -295,13 +293,19 @@ def measure_training(process: Process, probed: dict, cache_artifacts: str | None
             "optimizer": exp.spec.train.optimizer,
             "targets": runs.batch.targets,
             "split_ms": split,
-            "step_peak_bytes": peaks,
-            "memory_rule": training.MEMORY_RULE,
+            "memory_rule": training.MEMORY_RULE,  # the peaks: from processes of their own (`step_memory`)
             "compiled_passes": passes,
         },
         "workload": work,
         **({"profile": profiled} if profiled else {}),
     }
+
+
+def step_memory(exp: Experiment, side: str) -> dict:
+    """A training experiment's `side` (eager or the mode) stepped alone in this process, for its peak memory."""
+    with measuring_process(exp) as process:
+        options = {"device": exp.device, "dtype": exp.spec.dtype, "workdir": process.workdir, "names": names(exp)}
+        return training.step_memory(exp, process.model, side, options)
 
 
 def eager_call(process: Process) -> Callable[[], Any]:

@@ -33,8 +33,10 @@ MEMORY_STEPS = 3  # steps of each side whose peak memory is read
 SPLIT_PARTS = ("forward_ms", "backward_ms", "optimizer_ms")
 EAGER = ModeSettings.from_json({"kind": "eager"})
 MEMORY_RULE = (
-    f"the most memory {MEMORY_STEPS} steps took above what the process held before them: the allocator's peak on a "
-    "GPU; on a CPU the peak resident set (VmHWM, reset) over the resident set before, freed memory handed back first"
+    f"each side alone in a fresh process of its own: the most memory {MEMORY_STEPS} steps took above what the process "
+    "held before them (its first step, which compiles and allocates the optimizer's state, read apart): the "
+    "allocator's peak on a GPU; on a CPU the peak resident set (VmHWM, reset) over the resident set before, freed "
+    "memory handed back first"
 )
 
 
@@ -285,16 +287,15 @@ def _status_bytes(field: str) -> int | None:
     return None
 
 
-def step_peak_bytes(trainee: Trainee, device: str, steps: int = MEMORY_STEPS) -> int | None:
-    """The most memory `steps` steps took above what the process held before them: the allocator's peak on a GPU;
-    on a CPU the peak resident set (`VmHWM`, reset through /proc/self/clear_refs) over the resident set before, freed
-    memory handed back first. None where the system offers neither."""
+def peak_above(run: Callable[[], object], device: str) -> int | None:
+    """The most memory `run` took above what the process held before it: the allocator's peak on a GPU; on a CPU the
+    peak resident set (`VmHWM`, reset through /proc/self/clear_refs) over the resident set before, freed memory handed
+    back first. None where the system offers neither."""
     if device.startswith("cuda"):
         torch.cuda.synchronize()
         before = torch.cuda.memory_allocated()
         torch.cuda.reset_peak_memory_stats()
-        for _ in range(steps):
-            trainee.step()
+        run()
         torch.cuda.synchronize()
         return torch.cuda.max_memory_allocated() - before
     _release_freed_memory()
@@ -304,10 +305,28 @@ def step_peak_bytes(trainee: Trainee, device: str, steps: int = MEMORY_STEPS) ->
     except OSError:
         return None
     before = _status_bytes("VmRSS")
-    for _ in range(steps):
-        trainee.step()
+    run()
     peak = _status_bytes("VmHWM")
     return None if before is None or peak is None else max(0, peak - before)
+
+
+def step_memory(exp: Experiment, built: BuiltModel, side: str, wrap_options: dict) -> dict:
+    """One side's steps alone in this fresh process, as a user who trains only that way runs them: the peak of its
+    first step (the compile's, for a compiled mode) and of MEMORY_STEPS steps after it, each over what the process
+    held before (`peak_above`), and the whole process's peak."""
+    from .memory import process_peak_bytes
+
+    settings = EAGER if side == "eager" else exp.mode_settings
+    batch = training_batch(built, exp.seed)
+    trainee = Trainee(training_copy(built.module), exp.spec.train, batch, settings, wrap_options)
+    first = peak_above(trainee.step, exp.device)
+    steps = peak_above(lambda: [trainee.step() for _ in range(MEMORY_STEPS)], exp.device)
+    return {
+        "side": side,
+        "first_step_peak_bytes": first,
+        "step_peak_bytes": steps,
+        "process_peak_bytes": process_peak_bytes(exp.device),
+    }
 
 
 def split_parts(eager: Trainee, mode: Trainee, clock: timing.Clock) -> dict:
