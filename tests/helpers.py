@@ -275,3 +275,9 @@ def measured(exp: dict, **run) -> dict:
     from compilebench.worker import runner
 
     return summaries.combine(exp, [runner.measure_process(exp, **run)])
+
+
+def compilebench(*args, cwd=None) -> subprocess.CompletedProcess:
+    """`python -m compilebench.cli ARGS`, as a user types it, its output captured."""
+    command = [sys.executable, "-m", "compilebench.cli", *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=cwd)

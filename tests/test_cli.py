@@ -3,18 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
-from helpers import tiny_config
-
-
-def compilebench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "compilebench.cli", *map(str, args)], capture_output=True, text=True, timeout=600
-    )
+from helpers import compilebench, tiny_config
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import TINY_MODELS, tiny_config, write_config
+from helpers import TINY_MODELS, compilebench, tiny_config, write_config
 from synthetic import resealed, scaled_latencies, synthetic_results, synthetic_starts
 
 from compilebench import cli
@@ -24,16 +24,6 @@ from compilebench.core import thresholds
 from compilebench.core.files import samples_digest, write_json
 from compilebench.core.records import result_header
 from compilebench.parent import jobs
-
-
-def compilebench(*args, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "compilebench.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-    )
 
 
 @pytest.mark.parametrize(

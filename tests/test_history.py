@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import CHROMIUM
+from helpers import CHROMIUM, compilebench
 from synthetic import synthetic_results
 
 from compilebench.analysis.stats import summarize
@@ -20,10 +20,6 @@ from compilebench.history import changes, store
 
 RUNS = 10
 STEP_AT = 6  # the first run of the slower level, counted from 1
-
-
-def compilebench(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "compilebench.cli", *map(str, args)], capture_output=True, text=True)
 
 
 def synthetic_run(folder: Path, number: int, factor: float, rng: np.random.Generator, torch: str = "2.14.1") -> Path:

@@ -16,6 +16,7 @@ from synthetic import resealed, synthetic_results
 
 from compilebench.configuration import config as configuration
 from compilebench.core.errors import ConfigError
+from compilebench.core.experiment import PINNED_ALLOCATOR
 from compilebench.core.files import read_results, write_json
 from compilebench.parent import jobs
 from compilebench.report import figures, findings, speedup_tables, tables, training_tables
@@ -85,6 +86,7 @@ def test_a_compiled_training_step_runs_through_the_workflow_into_its_table_figur
     assert result["training"]["targets"] == "the next token"
     split = result["training"]["split_ms"]
     assert all(split[side][part] > 0 for side in ("eager", "mode") for part in training.SPLIT_PARTS)
+    assert result["training"]["allocator"] == PINNED_ALLOCATOR  # glibc's, pinned for a step on a CPU
     alone = result["training"]["step_memory"]  # each side stepped alone in a process of its own
     assert all(result["training"]["step_peak_bytes"][side] > 0 for side in ("eager", "mode")) and not alone["notes"]
     assert all(alone[side]["process_peak_bytes"] > 100 * 2**20 for side in ("eager", "mode"))
@@ -108,6 +110,17 @@ def test_a_side_whose_memory_process_cannot_run_leaves_its_figures_empty_and_say
     assert alone["step_memory"]["notes"] == [
         f"the {side} side's memory process did not run: measure.timeout_s was spent" for side in ("eager", "mode")
     ]
+
+
+def test_a_step_on_a_cpu_pins_the_allocator_unless_the_hardware_entry_sets_it(monkeypatch):
+    config = training_config()
+    monkeypatch.delenv("MALLOC_MMAP_MAX_", raising=False)
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    step = configuration.experiment(config, "vit.train", "compile-default", "cpu")
+    assert jobs.allocator_env(step) == PINNED_ALLOCATOR
+    assert jobs.allocator_env(configuration.experiment(config, "vit", "eager", "cpu")) == {}  # inference: as is
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "0")  # as a hardware entry's env sets it: that decides instead
+    assert jobs.allocator_env(step) == {}
 
 
 def test_a_compiled_step_counts_its_forward_and_backward_graphs_apart(monkeypatch):

@@ -17,6 +17,7 @@ from helpers import (
     ROOT,
     TINY_MODELS,
     WORKFLOW_MEASURE,
+    compilebench,
     copy_project,
     expected_runs,
     planned_outputs,
@@ -25,6 +26,7 @@ from helpers import (
     write_config,
 )
 
+from compilebench.history import changes, store
 from compilebench.parent import pyenv
 
 pytestmark = pytest.mark.slow
@@ -185,3 +187,28 @@ def test_an_environment_without_torch_fails_the_build_saying_torch_does_not_impo
 def test_the_shipped_requirements_pin_every_package():
     lines = [line for line in (ROOT / "envs" / f"{OLD}.txt").read_text().splitlines() if not line.startswith("#")]
     assert "torch==2.13.0+cpu" in lines and all("==" in line for line in lines)
+
+
+def test_the_two_torches_filed_as_one_entry_make_two_point_series_of_a_history(two_torches, tmp_path):
+    """Each platform added alone and filed under `cpu` gives every series of the history a point per torch, each
+    with its processes' values; two points confirm no change, and the dashboard labels them by torch version."""
+    project, _ = two_torches
+    path = tmp_path / "history.sqlite"
+    for entry in ("cpu-torch-2.13", "cpu"):
+        done = compilebench("history", "add", project, "--store", path, "--hardware", entry, "--as", "cpu")
+        assert done.returncode == 0 and "added run" in done.stdout, done.stderr
+    with store.opened(path) as connection:
+        series = changes.read_series(connection)
+    assert {hardware for hardware, *_ in series} == {"cpu"}
+    points = series[("cpu", "vit", "compile-default", "speedup")]
+    old = env_record(project, "cpu-torch-2.13")["torch"]
+    assert sorted(p.torch for p in points) == sorted([old, torch.__version__])
+    assert all(p.replicates for p in points)
+    done = compilebench("history", "regressions", "--store", path, "--fail-on-regression")
+    assert done.returncode == 0 and "REGRESSION" not in done.stdout, done.stdout + done.stderr
+    site = tmp_path / "site"
+    assert compilebench("history", "report", "--store", path, site).returncode == 0
+    pages = [p.read_text() for p in site.glob("*.html") if p.name != "index.html"]
+    assert len(pages) == 1 and old in pages[0] and torch.__version__ in pages[0]  # one page: cpu × vit
+    unknown = compilebench("history", "add", project, "--store", path, "--hardware", "gpu")
+    assert unknown.returncode == 2 and "--hardware 'gpu'" in unknown.stderr and "cpu-torch-2.13" in unknown.stderr

@@ -3,7 +3,9 @@
 The plain side is a training loop as a practitioner writes it: the model in train mode, torch.optim's SGD or
 AdamW, cross-entropy on seeded labels (or the next token), `torch.compile(model)` for a compiled step; eager's
 steps alone in `--processes` fresh processes and the compiled steps alone in as many others, never both in one
-process; its speedup is the ratio of the two sides' medians over processes, with a 95% interval. Beside it,
+process, with the allocator compilebench gives a training step's processes (on a CPU glibc's pinned,
+`jobs.allocator_env`, as a user sets it with two environment variables); its speedup is the ratio of the two
+sides' medians over processes, with a 95% interval. Beside it,
 compilebench's in-process speedup from as many benchmark jobs of the training experiment (`MODEL.train`), each a
 fresh process as the pipeline runs it. Prints each process, then per experiment both speedups and their ratio.
 Target: a ratio within 0.90-1.10.
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -32,6 +35,7 @@ from compilebench.analysis.stats import Timed
 from compilebench.cli import benchmark_job
 from compilebench.configuration import config as configuration
 from compilebench.core.experiment import Experiment
+from compilebench.parent.jobs import allocator_env
 
 PLAIN_SECONDS = 5.0  # each plain side times steps for at least this long, and 30 steps
 WARMUP_STEPS = 5
@@ -93,6 +97,7 @@ def plain_in_fresh_process(exp: Experiment, compiled: bool, seconds: float) -> d
         input=json.dumps(exp.to_json()),
         capture_output=True,
         text=True,
+        env={**os.environ, **allocator_env(exp)},
     )
     if done.returncode != 0:
         raise RuntimeError(f"the plain loop of {exp.model}/{exp.mode} failed: {done.stderr[-2000:]}")

@@ -72,6 +72,8 @@ def _history_parser(sub) -> None:
     p = verbs.add_parser("add", help="append a finished run to the store (made where missing)")
     p.add_argument("project", type=Path, help="the run: a project folder, or its results/ folder")
     p.add_argument("--store", type=Path, required=True, help="the history store (an SQLite file)")
+    p.add_argument("--hardware", help="add this hardware entry's results alone, as a run of their own")
+    p.add_argument("--as", dest="filed_as", metavar="NAME", help="with --hardware: file them under this hardware name")
     p = verbs.add_parser("regressions", help="the latest change of each series; exit 1 on a regression if asked")
     p.add_argument("--store", type=Path, required=True, help="the history store (an SQLite file)")
     p.add_argument("--since", help="only changes at or after this run (its id, or the start of it)")
@@ -85,7 +87,11 @@ def history(args: argparse.Namespace) -> int:
     from .history import changes, dashboard, store
 
     if args.verb == "add":
-        print(store.add(args.project, args.store).said(args.store))
+        if args.filed_as and not args.hardware:
+            raise configuration.UserError(
+                f"--as {args.filed_as!r} needs --hardware: it files one hardware entry's results under another name."
+            )
+        print(store.add(args.project, args.store, args.hardware, args.filed_as).said(args.store))
         return 0
     with store.opened(args.store) as connection:
         series = changes.read_series(connection)

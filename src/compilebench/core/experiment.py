@@ -104,6 +104,13 @@ class Quantize(Part):
     group_size: int | None = _optional()
 
 
+# A training step on a CPU runs with glibc's allocator pinned: what a step frees stays with the process rather than
+# going back to the kernel to be faulted in again next step (otherwise eager's step pays ~10k page faults that
+# a process whose heap was grown before does not, and two processes disagree). A hardware entry's `env` setting
+# either variable decides instead.
+PINNED_ALLOCATOR = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "10000000000"}
+
+
 @dataclass(frozen=True)
 class Train(Part):
     """A training experiment's step (`models.NAME.train`): the optimizer and its learning rate, the loss, and after

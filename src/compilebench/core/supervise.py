@@ -42,6 +42,14 @@ def supervised(
     """Run one request of `compilebench.worker` under interpreter `python` (a platform's own, or this one), in a child
     process that leads its own process group; its exit code, or None when it ran past `timeout_s`. Either way,
     nothing the child started outlives this call. `env`: variables set for the child alone."""
+    return supervised_together([request], timeout_s, python, env)[0]
+
+
+def supervised_together(
+    requests: list[Request], timeout_s: float | None, python: str = sys.executable, env: dict[str, str] | None = None
+) -> list[int | None]:
+    """`supervised`, for requests whose children run at the same time (none of them timed): each one's exit code,
+    or None where it ran past `timeout_s`, counted from the first one's start."""
     package_root = str(Path(__file__).resolve().parents[2])
     child_env = {
         **os.environ,
@@ -49,22 +57,32 @@ def supervised(
         "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
         **(env or {}),
     }
-    child_env["COMPILEBENCH_SPAWNED_AT"] = repr(time.monotonic())  # a start is timed from here (worker.starts)
-    child = subprocess.Popen(
-        [python, "-m", "compilebench.worker"], stdin=subprocess.PIPE, env=child_env, start_new_session=True
-    )
-    _children.add(child.pid)
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    children: list[subprocess.Popen] = []
     previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
-        child.stdin.write(json.dumps(request.to_json()).encode())
-        child.stdin.close()
-        return child.wait(timeout=timeout_s)
+        for request in requests:
+            child_env["COMPILEBENCH_SPAWNED_AT"] = repr(time.monotonic())  # a start is timed from here
+            child = subprocess.Popen(
+                [python, "-m", "compilebench.worker"], stdin=subprocess.PIPE, env=child_env, start_new_session=True
+            )
+            children.append(child)
+            _children.add(child.pid)
+            child.stdin.write(json.dumps(request.to_json()).encode())
+            child.stdin.close()
+        return [_waited(child, deadline) for child in children]
+    finally:
+        for child in children:
+            _kill_group(child)  # also on Ctrl-C or SIGTERM
+            _children.discard(child.pid)
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _waited(child: subprocess.Popen, deadline: float | None) -> int | None:
+    try:
+        return child.wait(timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         return None
-    finally:
-        _kill_group(child)  # also on Ctrl-C or SIGTERM
-        _children.discard(child.pid)
-        signal.signal(signal.SIGTERM, previous)
 
 
 def die_with_snakemake(poll_s: float = 0.5) -> None:

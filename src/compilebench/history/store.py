@@ -132,12 +132,16 @@ class Added:
         return f"added run {self.run_id[:12]} (finished {self.finished_at}, {self.results} results) to {store}"
 
 
-def add(project: str | Path, store: str | Path) -> Added:
-    """Append the finished run in `project` (a project folder or its results/) to the store, made where missing."""
+def add(project: str | Path, store: str | Path, hardware: str | None = None, filed_as: str | None = None) -> Added:
+    """Append the finished run in `project` (a project folder or its results/) to the store, made where missing.
+    With `hardware`, that entry's results alone, as a run of their own; with `filed_as` too, under that hardware
+    name, so that entries one run measured side by side (torch versions, say) become points of one series."""
     results = run_results(project)  # refuses a run whose results fail to read, naming the file
     folder = Path(project)
     folder = folder if (folder / "runs").is_dir() else folder / "results"
     environments = {path.stem: read_json(path) for path in sorted((folder / "env").glob("*.json"))}
+    if hardware is not None:
+        results, environments = _one_entry(results, environments, hardware, filed_as or hardware, folder)
     run = _run_row(results, environments, Path(project).resolve())
     with opened(store, create=True) as connection:
         connection.execute("BEGIN IMMEDIATE")  # the write lock first: a second append waits, then finds the run
@@ -154,6 +158,18 @@ def add(project: str | Path, store: str | Path) -> Added:
             connection.execute("ROLLBACK")
             raise
     return Added(run["run_id"], True, len(results), run["finished_at"])
+
+
+def _one_entry(results: dict, environments: dict, hardware: str, name: str, folder: Path) -> tuple[dict, dict]:
+    """The results and environment record of hardware entry `hardware` alone, filed under `name`."""
+    entries = sorted({h for h, _, _ in results})
+    if hardware not in entries:
+        raise UserError(
+            f"--hardware {hardware!r}: the run in {folder} has no results of that hardware entry; expected one of "
+            f"{', '.join(entries)}."
+        )
+    mine = {(name, m, mode): {**r, "hardware": name} for (h, m, mode), r in results.items() if h == hardware}
+    return mine, ({name: environments[hardware]} if hardware in environments else {})
 
 
 def _run_row(results: dict, environments: dict, project: Path) -> dict:

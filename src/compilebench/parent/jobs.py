@@ -26,7 +26,7 @@ import psutil
 from ..analysis import levels
 from ..core import layout
 from ..core.errors import UserError
-from ..core.experiment import Experiment, ModeSettings
+from ..core.experiment import PINNED_ALLOCATOR, Experiment, ModeSettings
 from ..core.files import failure_of, read_json, write_failure, write_json
 from ..core.layout import PYTHON_ENV_RECORD
 from ..core.records import (
@@ -42,7 +42,7 @@ from ..core.records import (
     now,
     result_header,
 )
-from ..core.supervise import death, die_with_snakemake, supervised
+from ..core.supervise import death, die_with_snakemake, supervised, supervised_together
 from . import pyenv
 
 log = logging.getLogger(__name__)
@@ -70,6 +70,14 @@ def apply_hardware(env_vars: dict, threads: int | None) -> None:
     torch = sys.modules.get("torch")  # loaded already where a job runs inside a measuring process (a test)
     if torch is not None and threads:
         torch.set_num_threads(threads)
+
+
+def allocator_env(exp: Experiment) -> dict[str, str]:
+    """A training step's processes on a CPU: glibc's allocator pinned (`PINNED_ALLOCATOR`), unless the hardware
+    entry's env (applied to this job's environment) or the job's own environment sets either variable."""
+    if not exp.spec.train or not exp.device.startswith("cpu") or any(name in os.environ for name in PINNED_ALLOCATOR):
+        return {}
+    return dict(PINNED_ALLOCATOR)
 
 
 def environment_job(
@@ -236,6 +244,7 @@ def process_job(
         # the first starts empty and leaves a copy of what it wrote for the later ones, which start from it.
         warm = process > 1 and private and not exp.measure.cold_processes
         caches_env = cache_env(scratch / "caches") if private else {}
+        process_env = {**caches_env, **allocator_env(exp)}
         artifacts = scratch / "cache-artifacts.bin"
         request = MeasureRequest(
             str(out),
@@ -256,7 +265,7 @@ def process_job(
                 shutil.rmtree(scratch / "caches", ignore_errors=True)
                 if warm:
                     shutil.copytree(caches, scratch / "caches")
-            return supervised(request, limit_s, python=python, env={**caches_env, **trace_env})
+            return supervised(request, limit_s, python=python, env={**process_env, **trace_env})
 
         returncode = measure_once(timeout_s)
         returncode = _measured_again_while_shifted(exp, out, process, returncode, deadline, measure_once)
@@ -265,7 +274,7 @@ def process_job(
             log.error("process %d failed on the caches process 1 left (%s): it compiles cold instead", process, damaged)
             shutil.rmtree(scratch / "caches")
             Path(out).unlink(missing_ok=True)
-            returncode = supervised(request, left, python=python, env=caches_env)
+            returncode = supervised(request, left, python=python, env=process_env)
         if returncode is None:
             message = f"stopped after measure.timeout_s = {timeout_s} s (compile included)"
             log.error("%s", message)
@@ -281,7 +290,7 @@ def process_job(
             record["finished_at"] = now()
             write_json(out, record)
         if record["status"] == "ok" and process == 1 and exp.spec.train:
-            record["training"].update(_steps_alone(exp, python, caches_env, scratch, deadline))
+            record["training"].update(_steps_alone(exp, python, process_env, scratch, deadline))
             write_json(out, record)
         if (process == 1 or damaged) and private and (scratch / "caches").is_dir():
             if damaged:  # the later processes start from this cold compile's caches instead
@@ -410,15 +419,18 @@ def _warm_starts(exp: Experiment, python: str, caches: dict, artifacts: Path, sc
 
 
 def _steps_alone(exp: Experiment, python: str, env: dict, scratch: Path, deadline: float) -> dict:
-    """A training experiment's two sides, each stepped alone in a fresh process of its own (in the caches the
-    measurement left, so the mode's compile is warm), for their peak memory: `step_memory` (each side's record, or
-    None) with its notes, and `step_peak_bytes`."""
+    """A training experiment's two sides, each stepped alone in a fresh process of its own (the two at once: nothing
+    is timed; in the caches the measurement left, so the mode's compile is warm), for their peak memory:
+    `step_memory` (each side's record, or None) with its notes, and `step_peak_bytes`."""
+    sides = ("eager", "mode")
+    requests = [StepMemoryRequest(str(scratch / f"{side}-memory.json"), exp, side) for side in sides]
+    left = deadline - time.monotonic()
+    codes = supervised_together(requests, left, python=python, env=env) if left > 1 else [False] * len(sides)
     alone: dict = {"notes": []}
-    for side in ("eager", "mode"):
-        request = StepMemoryRequest(str(scratch / f"{side}-memory.json"), exp, side)
-        alone[side], note = _fresh_process(request, f"the {side} side's memory process", python, env, deadline)
+    for side, request, returncode in zip(sides, requests, codes):
+        alone[side], note = _fresh_record(request, f"the {side} side's memory process", returncode)
         alone["notes"] += [note] if note else []
-    peaks = {side: (alone[side] or {}).get("step_peak_bytes") for side in ("eager", "mode")}
+    peaks = {side: (alone[side] or {}).get("step_peak_bytes") for side in sides}
     return {"step_memory": alone, "step_peak_bytes": peaks}
 
 
@@ -428,9 +440,14 @@ Ran = tuple[dict | None, str | None]  # a fresh process's `ok` record, or None a
 def _fresh_process(request: Request, name: str, python: str, env: dict, deadline: float) -> Ran:
     """`request` run in a fresh process in the time `measure.timeout_s` leaves: its `ok` record, or None and why."""
     left = deadline - time.monotonic()
-    if left <= 1:
+    returncode = supervised(request, left, python=python, env=env) if left > 1 else False
+    return _fresh_record(request, name, returncode)
+
+
+def _fresh_record(request: Request, name: str, returncode: int | None | bool) -> Ran:
+    """What the fresh process that ran `request` left, by its exit code (False: it did not run, no time was left)."""
+    if returncode is False:
         return None, f"{name} did not run: measure.timeout_s was spent"
-    returncode = supervised(request, left, python=python, env=env)
     out = Path(request.out)
     if returncode == 0 and out.is_file():
         record = read_json(out)

@@ -16,7 +16,7 @@ import torch
 
 from ..core import modes
 from ..core.errors import Unsupported, UserError
-from ..core.experiment import Experiment, ModelSpec, OpenVinoSettings
+from ..core.experiment import PINNED_ALLOCATOR, Experiment, ModelSpec, OpenVinoSettings
 from ..core.records import error_info, now, result_header
 from . import compile_phases, correctness, profiling, quantization, streams, timing, training, wrappers
 from .dynamo_counters import CompilerHealth
@@ -294,6 +294,7 @@ def measure_training(process: Process, probed: dict, cache_artifacts: str | None
             "targets": runs.batch.targets,
             "split_ms": split,
             "memory_rule": training.MEMORY_RULE,  # the peaks: from processes of their own (`step_memory`)
+            "allocator": {name: os.environ.get(name) for name in PINNED_ALLOCATOR},  # as this process ran
             "compiled_passes": passes,
         },
         "workload": work,
@@ -304,6 +305,8 @@ def measure_training(process: Process, probed: dict, cache_artifacts: str | None
 def step_memory(exp: Experiment, side: str) -> dict:
     """A training experiment's `side` (eager or the mode) stepped alone in this process, for its peak memory."""
     with measuring_process(exp) as process:
+        if side == "mode" and compiles_with_inductor(exp):
+            probe_cpu_isa(exp.device, machine_probe_folder())  # the probe the measurement left, not one of its own
         options = {"device": exp.device, "dtype": exp.spec.dtype, "workdir": process.workdir, "names": names(exp)}
         return training.step_memory(exp, process.model, side, options)
 
