@@ -133,7 +133,9 @@ def test_history_calibration_runs_the_config_again_and_injects_a_step(tmp_path):
     }
     write_config(tmp_path / "aa.yaml", config)
     out = run_check("history_calibration.py", "--config", str(tmp_path / "aa.yaml"), "--runs", "2",
-                    "--step-at", "2", "--keep", str(tmp_path / "keep"), "--step-modes", "eager")  # fmt: skip
+                    "--step-at", "2", "--keep", str(tmp_path / "keep"), "--step-modes", "eager",
+                    "--steps", "1.2", "1.5", "--processes", "1")  # fmt: skip
     assert sorted(p.name for p in (tmp_path / "keep").glob("run*")) == ["run01", "run02"]
     assert re.search(r"(\d+) of (\d+) series with a change found \(false alarms\)", out), out
-    assert re.search(r"detected in \d+ of [1-9]\d* stepped series", out), out
+    assert len(re.findall(r"detected in \d+ of [1-9]\d* stepped series", out)) == 2, out
+    assert "a 1.2x step" in out and "a 1.5x step" in out

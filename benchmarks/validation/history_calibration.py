@@ -7,7 +7,10 @@ calls 1.2 times as long from run `--step-at` on (an injected step: found or not,
 Prints the false alarms per series, then the detection and delay per stepped series.
 
     python benchmarks/validation/history_calibration.py [--config benchmarks/validation/history_aa.yaml]
-        [--runs 8] [--step-at 5] [--keep /tmp/history-calibration]
+        [--runs 8] [--step-at 5] [--steps 1.2] [--processes N] [--keep /tmp/history-calibration]
+
+`--steps 1.05 1.1 1.2` injects each size in turn (the smallest found tells the detectable step); `--processes`
+sets the config's `measure.processes` (each run's points then rest on that many processes).
 
 With `--keep` holding runs from an earlier call, those runs are reused and only the missing ones are run.
 """
@@ -23,12 +26,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import yaml
 from plain import PROJECT_PARTS, ROOT
 
 from compilebench.analysis.stats import summarize
 from compilebench.history import changes, store
 
-STEP = 1.2
+STEPS = [1.2]
 
 
 def run_once(project: Path, keep: Path) -> None:
@@ -83,28 +87,23 @@ def main() -> int:
     parser.add_argument("--step-at", type=int, default=5, help="the first run of the slower level, from 1")
     parser.add_argument("--keep", type=Path, default=Path("/tmp/history-calibration"))
     parser.add_argument("--step-modes", nargs="+", default=["eager", "compile-default"], help="the modes stepped")
+    parser.add_argument("--steps", nargs="+", type=float, default=STEPS, help="the step sizes injected, in turn")
+    parser.add_argument("--processes", type=int, help="measure.processes for the config's runs")
     args = parser.parse_args()
     project = args.keep / "project"
     if not project.is_dir():
         project.mkdir(parents=True)
         for part in PROJECT_PARTS:
             (shutil.copytree if (ROOT / part).is_dir() else shutil.copy2)(ROOT / part, project / part)
-        shutil.copy2(args.config, project / "config" / "config.yaml")
+        config = yaml.safe_load(args.config.read_text())
+        if args.processes:
+            config["measure"]["processes"] = args.processes
+        (project / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     runs = [args.keep / f"run{k:02d}" for k in range(1, args.runs + 1)]
     for run in runs:
         if not (run / "results").is_dir():
             run_once(project, run)
     aa = build(runs, args.keep / "aa.sqlite")
-    stepped = {}
-    for mode in args.step_modes:
-        folder = args.keep / f"stepped-{mode}"
-        shutil.rmtree(folder, ignore_errors=True)
-        stepped_runs = [
-            run if k < args.step_at else stepped_copy(run, folder / run.name, STEP, mode)
-            for k, run in enumerate(runs, 1)
-        ]
-        found = build(stepped_runs, args.keep / f"stepped-{mode}.sqlite")
-        stepped.update({key: c for key, c in found.items() if key[2] == mode and key[3] in ("latency_ms", "speedup")})
     print(f"\nA/A history, {args.runs} runs ({changes.METHOD}):")
     alarms = {key: found for key, found in aa.items() if found}
     for key, found in sorted(alarms.items()):
@@ -112,10 +111,27 @@ def main() -> int:
         print(f"  false alarm: {'/'.join(key[:3])} {key[3]}: {said}")
     print(f"  {len(alarms)} of {len(aa)} series with a change found (false alarms), "
           f"{sum(c.regression for f in alarms.values() for c in f)} of them called a regression")  # fmt: skip
-    print(f"\nthe same runs with a {STEP}x step in one mode's calls from run {args.step_at}, mode by mode:")
-    targets = stepped
+    for step in args.steps:
+        report_step(runs, args, step)
+    return 0
+
+
+def report_step(runs: list[Path], args: argparse.Namespace, step: float) -> None:
+    """The same runs with a `step`x step in one mode's calls from run `--step-at`, mode by mode: found where, or
+    missed."""
+    stepped = {}
+    for mode in args.step_modes:
+        folder = args.keep / f"stepped-{mode}-{step}"
+        shutil.rmtree(folder, ignore_errors=True)
+        stepped_runs = [
+            run if k < args.step_at else stepped_copy(run, folder / run.name, step, mode)
+            for k, run in enumerate(runs, 1)
+        ]
+        found = build(stepped_runs, args.keep / f"stepped-{mode}-{step}.sqlite")
+        stepped.update({key: c for key, c in found.items() if key[2] == mode and key[3] in ("latency_ms", "speedup")})
+    print(f"\nthe same runs with a {step}x step in one mode's calls from run {args.step_at}, mode by mode:")
     delays = []
-    for key, found in sorted(targets.items()):
+    for key, found in sorted(stepped.items()):
         hit = [c for c in found if c.at + 1 >= args.step_at]
         delay = (hit[0].at + 1 - args.step_at) if hit else None
         delays.append(delay)

@@ -122,12 +122,19 @@ def _per_hardware(frame: pd.DataFrame, draw: Callable, ylabel: str, beside: Pane
                 continue
             models, modes = list(dict.fromkeys(sub["model"])), _modes(sub)
             panel.draw(ax, sub, models, modes)
-            ax.set_xticks(range(len(models)), models, fontsize=8)
+            turned = {"rotation": 25, "ha": "right"} if beside and len(models) > 1 else {}
+            ax.set_xticks(range(len(models)), models, fontsize=8, **turned)
             ax.set_xlabel("")
             ax.set_ylabel(panel.ylabel, fontsize=8)
             ax.set_title(f"{hw}: {panel.title}" if panel.title else hw, fontsize=9)
-            ax.legend(fontsize=7, ncol=min(3 if not beside else 2, len(modes)), frameon=False)
-    fig.tight_layout()
+            if not beside:
+                ax.legend(fontsize=7, ncol=min(3, len(modes)), frameon=False)
+    if not beside:
+        fig.tight_layout()
+        return fig
+    shown = {label: handle for ax in fig.axes for handle, label in zip(*ax.get_legend_handles_labels())}
+    fig.legend(shown.values(), shown.keys(), loc="lower center", ncol=min(6, len(shown)), fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.1 / len(hardware), 1, 1))  # the panels' modes in one legend below them
     return fig
 
 
@@ -266,6 +273,7 @@ def peak_memory(t: Tables) -> plt.Figure | str:
     the pre-model baseline, eager and the mode held at once), and beside it, where the run timed starts, each mode
     started alone on its deployed path (the whole process's peak, as users run it)."""
     ok = t.ok.dropna(subset=["peak_memory_bytes"])
+    ok = ok[ok["train_of"].isna()] if "train_of" in ok else ok  # a training step's memory is Appendix B's, per side
     if ok.empty:
         return "No memory measurements in this run."
     ok = ok.assign(peak_mib=ok["peak_memory_bytes"] / 2**20)
