@@ -108,6 +108,8 @@ def test_a_newer_store_a_broken_store_and_a_run_with_a_bad_result_are_refused_na
     done = compilebench("history", "add", bad, "--store", tmp_path / "fresh.sqlite")
     assert done.returncode == 2 and "eager.json" in done.stderr
     assert not (tmp_path / "fresh.sqlite").exists()
+    done = compilebench("history", "add", bad, "--store", tmp_path / "fresh.sqlite", "--as", "cpu")
+    assert done.returncode == 2 and "--as 'cpu' needs --hardware" in done.stderr
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")

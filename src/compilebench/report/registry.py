@@ -366,12 +366,12 @@ def _start_paths(src: Sources) -> pd.DataFrame:
     side's step split into forward with the loss, backward and the optimizer's step (``eager_forward_ms``, ...,
     medians of steps timed part by part after the timed phase; empty for a mode that compiles the whole step); each
     side's peak memory over a step, each side stepped alone in a fresh process of its own, and their ratio
-    (``memory_ratio``, eager over the mode: above 1 the mode needs less), with that process's first step (the
-    mode's compile) and whole peak apart (``mode_first_step_peak_bytes``, ``mode_process_peak_bytes``, ...); the cold
-    compile of the first step and ``break_even_steps``, after how many steps it has paid for
-    itself; graphs, graph breaks and recompiles; and correctness after k steps (``loss_max_rel``,
-    ``grad_max_rel``, ``param_max_rel``: the largest relative difference from eager's, ``reason`` where it
-    failed).""",
+    (``memory_ratio``, eager over the mode: above 1 the mode needs less), with that process's first steps (the
+    mode's compile and recompiles) and whole peak apart (``mode_first_steps_peak_bytes``,
+    ``mode_process_peak_bytes``, ...); the cold compile of the first step and ``break_even_steps``, after how
+    many steps it has paid for itself; graphs, graph breaks and recompiles; and correctness after k steps
+    (``loss_max_rel``, ``grad_max_rel``, ``param_max_rel``: the largest relative difference from eager's, ``reason``
+    where it failed).""",
 )
 def _training(src: Sources) -> pd.DataFrame:
     return training_tables.training(src.results, src.table("speedups"))

@@ -14,7 +14,7 @@ SPLIT_COLUMNS = ["forward_ms", "backward_ms", "optimizer_ms"]
 PASS_COLUMNS = ["forward_graphs", "backward_graphs", "forward_compile_s", "backward_compile_s"]
 # each side stepped alone in a process of its own: its first step's peak (the compile's, for the mode) and the
 # whole process's peak, as a user who trains only that way sees it
-ALONE_COLUMNS = [f"{side}_{peak}_bytes" for side in ("eager", "mode") for peak in ("first_step_peak", "process_peak")]
+ALONE_COLUMNS = [f"{side}_{peak}_bytes" for side in ("eager", "mode") for peak in ("first_steps_peak", "process_peak")]
 TRAINING_COLUMNS = [
     "hardware", "model", "train_of", "mode", "status", "optimizer", "batch_size", "step_ms", "step_ci95_low",
     "step_ci95_high", "eager_step_ms", *SPEEDUP_COLUMNS,
@@ -74,7 +74,7 @@ def _measured(result: dict) -> dict:
         row.update(
             {
                 f"{side}_{peak}": (alone.get(side) or {}).get(peak)
-                for peak in ("first_step_peak_bytes", "process_peak_bytes")
+                for peak in ("first_steps_peak_bytes", "process_peak_bytes")
             }
         )
     if row["compile_s"] is not None and eager_ms is not None:

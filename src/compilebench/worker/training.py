@@ -34,7 +34,7 @@ SPLIT_PARTS = ("forward_ms", "backward_ms", "optimizer_ms")
 EAGER = ModeSettings.from_json({"kind": "eager"})
 MEMORY_RULE = (
     f"each side alone in a fresh process of its own: the most memory {MEMORY_STEPS} steps took above what the process "
-    "held before them (its first step, which compiles and allocates the optimizer's state, read apart): the "
+    "held before them (its first steps, which compile, recompile and allocate the optimizer's state, read apart): the "
     "allocator's peak on a GPU; on a CPU the peak resident set (VmHWM, reset) over the resident set before, freed "
     "memory handed back first"
 )
@@ -312,19 +312,27 @@ def peak_above(run: Callable[[], object], device: str) -> int | None:
 
 def step_memory(exp: Experiment, built: BuiltModel, side: str, wrap_options: dict) -> dict:
     """One side's steps alone in this fresh process, as a user who trains only that way runs them: the peak of its
-    first step (the compile's, for a compiled mode) and of MEMORY_STEPS steps after it, each over what the process
-    held before (`peak_above`), and the whole process's peak."""
+    first steps (as many as the measurement takes before timing, at least MEMORY_STEPS: the compile's, and any
+    recompile's, for a compiled mode) and of MEMORY_STEPS steps after them, each over what the process held before
+    (`peak_above`); the whole process's peak; and the graphs compiled during the later steps (0 unless the mode kept
+    recompiling, which the figure then includes)."""
+    from torch._dynamo.utils import counters
+
     from .memory import process_peak_bytes
 
     settings = EAGER if side == "eager" else exp.mode_settings
     batch = training_batch(built, exp.seed)
     trainee = Trainee(training_copy(built.module), exp.spec.train, batch, settings, wrap_options)
-    first = peak_above(trainee.step, exp.device)
-    steps = peak_above(lambda: [trainee.step() for _ in range(MEMORY_STEPS)], exp.device)
+    first = max(exp.spec.train.steps_checked, MEMORY_STEPS)
+    first_peak = peak_above(lambda: [trainee.step() for _ in range(first)], exp.device)
+    graphs = counters["stats"]["unique_graphs"]
+    steps_peak = peak_above(lambda: [trainee.step() for _ in range(MEMORY_STEPS)], exp.device)
     return {
         "side": side,
-        "first_step_peak_bytes": first,
-        "step_peak_bytes": steps,
+        "first_steps": first,
+        "first_steps_peak_bytes": first_peak,
+        "step_peak_bytes": steps_peak,
+        "graphs_compiled_during_steps": counters["stats"]["unique_graphs"] - graphs,
         "process_peak_bytes": process_peak_bytes(exp.device),
     }
 
