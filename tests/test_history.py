@@ -76,6 +76,43 @@ def test_an_aa_history_of_the_same_size_reports_no_change(tmp_path):
     assert done.returncode == 0 and "0 with a change, 0 regressed" in done.stdout
 
 
+def two_speed_history(tmp_path: Path, factors: list[float], seed: int) -> Path:
+    """Runs of three processes each, every process at one of the machine's two speeds (the slower 1.7 times the
+    faster, two in five processes), so that a run's median moves between them from run to run."""
+    rng = np.random.default_rng(seed)
+    path = tmp_path / "two-speeds.sqlite"
+    for number, factor in enumerate(factors, 1):
+        run = synthetic_run(tmp_path / f"speeds{number}", number, factor, rng)
+        for result_path in (run / "results" / "runs").rglob("*.json"):
+            result = json.loads(result_path.read_text())
+            if result["status"] != "ok":
+                continue
+            base = result["stats"]["median_ms"]
+            levels = [base * (1.7 if rng.random() < 0.4 else 1.0) * float(np.exp(rng.normal(0, 0.01))) for _ in "abc"]
+            result["processes"] = [{"median_ms": level} for level in levels]
+            result["stats"]["median_ms"] = float(np.median(levels))
+            result_path.write_text(json.dumps(result))
+        store.add(run, path)
+    return path
+
+
+def test_on_a_machine_with_two_speeds_the_best_process_series_finds_the_step_the_median_misses(tmp_path):
+    """Each run's fastest process keeps the faster speed whichever speed the others landed on: its series finds a
+    1.2x step at its run, and in an A/A history of the same machine no change; where the runs' medians move with how
+    the processes fell between the speeds, a change there is `unclear` and names the runs, and the gate passes."""
+    stepped = found(two_speed_history(tmp_path / "stepped", [1.0] * (STEP_AT - 1) + [1.2] * (RUNS - STEP_AT + 1), 3))
+    best = {key: c for key, c in stepped.items() if key[3] == "latency_ms:best_process"}
+    assert best and all(len(c) == 1 and c[0].at == STEP_AT - 1 and c[0].regression for c in best.values()), best
+    assert all(c[0].ratio == pytest.approx(1 / 1.2, rel=0.03) for c in best.values())
+    aa_path = two_speed_history(tmp_path / "aa", [1.0] * RUNS, 4)
+    aa = found(aa_path)
+    assert not [c for key, c in aa.items() if key[3].endswith(":best_process") and c]
+    medians = [c for key, found_there in aa.items() for c in found_there if not key[3].endswith(":best_process")]
+    assert all(c.verdict == "unclear" and c.two_speeds and not c.regression for c in medians)  # the speeds, said so
+    done = compilebench("history", "regressions", "--store", aa_path, "--fail-on-regression")
+    assert done.returncode == 0 and "REGRESSION" not in done.stdout, done.stdout + done.stderr
+
+
 def test_the_same_run_twice_adds_nothing_and_two_appends_at_once_lose_nothing(tmp_path):
     rng = np.random.default_rng(0)
     runs = [synthetic_run(tmp_path / f"run{k}", k, 1.0, rng) for k in (1, 2, 3)]

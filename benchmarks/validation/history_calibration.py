@@ -31,8 +31,10 @@ from plain import PROJECT_PARTS, ROOT
 
 from compilebench.analysis.stats import summarize
 from compilebench.history import changes, store
+from compilebench.history.store import metric_kind
 
 STEPS = [1.2]
+STEPPED = ("latency_ms", "speedup")  # the metrics a step in calls moves, and their best-process series
 
 
 def run_once(project: Path, keep: Path) -> None:
@@ -128,7 +130,7 @@ def report_step(runs: list[Path], args: argparse.Namespace, step: float) -> None
             for k, run in enumerate(runs, 1)
         ]
         found = build(stepped_runs, args.keep / f"stepped-{mode}-{step}.sqlite")
-        stepped.update({key: c for key, c in found.items() if key[2] == mode and key[3] in ("latency_ms", "speedup")})
+        stepped.update({key: c for key, c in found.items() if key[2] == mode and metric_kind(key[3]) in STEPPED})
     print(f"\nthe same runs with a {step}x step in one mode's calls from run {args.step_at}, mode by mode:")
     delays = []
     for key, found in sorted(stepped.items()):

@@ -110,6 +110,9 @@ def history(args: argparse.Namespace) -> int:
         ) from None
     for (hardware, model, mode, metric), change in sorted(latest.items()):
         flag = "  REGRESSION" if change.regression else ""
+        if change.two_speeds:
+            speeds = ", ".join(str(k + 1) for k in change.two_speeds)
+            flag = f" (processes at two speeds in run {speeds}: {metric}:best_process gives the verdict)"
         print(
             f"{hardware}/{model}/{mode} {metric}: {change.before:.4g} → {change.after:.4g}, {change.ratio:.3f}× "
             f"(95% CI {change.ci95[0]:.3f}–{change.ci95[1]:.3f}): {change.verdict}{flag}, at run "

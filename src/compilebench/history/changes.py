@@ -1,17 +1,21 @@
 """Changes in level along each series of a history (hardware × experiment × metric, in the order the runs finished):
 found by ruptures' PELT over the log of each run's value, each confirmed by Welch's t-test between the runs
 before and after it on their per-process values, and stated as a ratio with its 95% interval and the verdict
-`compilebench compare` uses (above 1 better: faster, a higher speedup, less memory)."""
+`compilebench compare` uses (above 1 better: faster, a higher speedup, less memory). Where every run rests on
+several processes, each run's best process makes a series of its own (`latency_ms:best_process`,
+`speedup:best_process`): on a machine whose processes land at one of two speeds, a run's median moves between them
+from run to run, while the best process stays at the faster one."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sqlite3
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..analysis.levels import noise_scale
+from ..analysis.levels import bimodal, noise_scale
 from ..analysis.stats import verdict
 from .store import METRICS, metric_kind
 
@@ -54,9 +58,10 @@ class Change:
     p_value: float
     verdict: str
     regression: bool
+    two_speeds: tuple[int, ...] = ()  # runs (from 0) whose processes split into two levels: the verdict is unclear
 
     def record(self) -> dict:
-        return {**self.__dict__, "ci95": list(self.ci95)}
+        return {**self.__dict__, "ci95": list(self.ci95), "two_speeds": list(self.two_speeds)}
 
 
 Key = tuple[str, str, str, str]  # hardware, model, mode, metric
@@ -81,7 +86,27 @@ def read_series(connection: sqlite3.Connection) -> dict[Key, list[Point]]:
         own = replicates.get((run_id, hardware, model, mode, metric)) or [value]
         point = Point(run_id, finished, torch, value, low, high, own)
         series.setdefault((hardware, model, mode, metric), []).append(point)
-    return series
+    return {**series, **best_process_series(series)}
+
+
+# Each run's best process, where every run rests on several: the level the machine reaches at its best, whichever
+# speed the other processes landed on (a machine with two speeds moves a run's median between them).
+BEST_PROCESS = {"latency_ms": min, "speedup": max}
+
+
+def best_process_series(series: dict[Key, list[Point]]) -> dict[Key, list[Point]]:
+    """`latency_ms:best_process` (the fastest process's median) and `speedup:best_process` (the highest) for each
+    series whose every run rests on two processes or more."""
+    derived = {}
+    for (hardware, model, mode, metric), points in series.items():
+        pick = BEST_PROCESS.get(metric)
+        if pick is None or not all(len(p.replicates) >= 2 for p in points):
+            continue
+        derived[(hardware, model, mode, f"{metric}:best_process")] = [
+            Point(p.run_id, p.finished_at, p.torch, pick(p.replicates), None, None, [pick(p.replicates)])
+            for p in points
+        ]
+    return derived
 
 
 def changes(points: list[Point], metric: str) -> list[Change]:
@@ -96,14 +121,41 @@ def changes(points: list[Point], metric: str) -> list[Change]:
     search = ruptures.Pelt(model="l2", min_size=MIN_RUNS, jump=1).fit(logs.reshape(-1, 1))
     breaks = search.predict(pen=PENALTY * scale**2 * math.log(values.size))[:-1]
     bounds = [0, *breaks, values.size]
+    blips = _blips(values, bounds, METRICS[metric_kind(metric)][1])
     found = []
     for i, at in enumerate(breaks):
+        if i in blips:
+            continue
         before, after = points[bounds[i] : at], points[at : bounds[i + 2]]
         places = values.size - 2 * MIN_RUNS + 1
         change = _confirmed(before, after, at, points[at], metric, ALPHA / places)
         if change is not None:
-            found.append(change)
+            found.append(_at_two_speeds(change, points[bounds[i] : bounds[i + 2]], bounds[i]))
     return found
+
+
+def _blips(values: np.ndarray, bounds: list[int], threshold: float) -> set[int]:
+    """The breaks (by index) of each excursion: a stretch of at most MIN_RUNS runs between two breaks, after which the
+    series is back at its level before it (within `threshold`, and within a third of the way the stretch went).
+    Neither break is a change of level: on a machine with two speeds, a run or two whose every process landed on
+    the slower one leave exactly that."""
+    levels = [float(np.median(values[a:b])) for a, b in zip(bounds, bounds[1:])]
+    blips: set[int] = set()
+    for k in range(1, len(levels) - 1):
+        away, back = abs(math.log(levels[k] / levels[k - 1])), abs(math.log(levels[k + 1] / levels[k - 1]))
+        if bounds[k + 1] - bounds[k] <= MIN_RUNS and back <= min(math.log1p(threshold), away / 3):
+            blips |= {k - 1, k}
+    return blips
+
+
+def _at_two_speeds(change: Change, points: list[Point], offset: int) -> Change:
+    """`change`, said `unclear` where a run on either side had its processes at two levels (`levels.bimodal`): the
+    machine's speeds, not the code, then set how the processes fall, and a run's median with them. The run's best
+    process (`*:best_process`) carries the verdict there."""
+    split = tuple(offset + k for k, p in enumerate(points) if bimodal(p.replicates) is not None)
+    if not split:
+        return change
+    return dataclasses.replace(change, verdict="unclear", regression=False, two_speeds=split)
 
 
 def _confirmed(before: list[Point], after: list[Point], at: int, first: Point, metric: str, alpha: float):
