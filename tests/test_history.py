@@ -17,6 +17,7 @@ from synthetic import synthetic_results
 
 from compilebench.analysis.stats import summarize
 from compilebench.history import changes, store
+from compilebench.history.dashboard import shown
 
 RUNS = 10
 STEP_AT = 6  # the first run of the slower level, counted from 1
@@ -204,3 +205,11 @@ def test_the_workflow_appends_its_run_to_the_history_the_config_names_and_nothin
     again = compilebench("history", "add", project, "--store", path)
     assert again.returncode == 0 and "already holds this run" in again.stdout
     (project / "results" / "history.json").unlink()  # the shared run as the other tests expect it
+
+
+def test_the_dashboard_shows_memory_in_megabytes():
+    point = changes.Point("run", "2026-11-01", "2.14.1", 217_100_000.0, None, None, [217_100_000.0])
+    series = {("cpu", "resnet", "eager", "peak_bytes"): [point], ("cpu", "resnet", "eager", "latency_ms"): [point]}
+    label, points = shown(series)[("cpu", "resnet", "eager", "peak_bytes")]
+    assert label == "peak_bytes (MB)" and points[0].value == pytest.approx(217.1)
+    assert shown(series)[("cpu", "resnet", "eager", "latency_ms")] == ("latency_ms", [point])

@@ -4,6 +4,7 @@ by mode. Plain HTML and inline SVG: it opens from disk, without a server or the 
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 import re
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from ..core.files import atomic_write
 from .changes import Change, Key, Point
+from .store import metric_kind
 
 STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em auto; max-width: 1100px; color: #222; }
@@ -40,6 +42,18 @@ def page_name(hardware: str, model: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", f"{hardware}__{model}") + ".html"
 
 
+def shown(series: dict[Key, list[Point]]) -> dict[Key, tuple[str, list[Point]]]:
+    """Each series as the site shows it: its metric's label and its points, memory in MB rather than bytes."""
+    out = {}
+    for key, points in series.items():
+        if metric_kind(key[3]) == "peak_bytes":
+            scaled = [dataclasses.replace(p, value=p.value / 1e6, replicates=[]) for p in points]
+            out[key] = (f"{key[3]} (MB)", scaled)
+        else:
+            out[key] = (key[3], points)
+    return out
+
+
 def write_site(
     series: dict[Key, list[Point]], found: dict[Key, list[Change]], runs: int, out: str | Path
 ) -> list[Path]:
@@ -47,6 +61,7 @@ def write_site(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "index.html"]
+    series = shown(series)
     _write(written[0], _overview(series, found, runs))
     for hardware, model in sorted({(k[0], k[1]) for k in series}):
         keys = sorted(k for k in series if k[:2] == (hardware, model))
@@ -94,12 +109,12 @@ def _mode_filter(modes: list[str]) -> str:
     return f"<p>Modes shown: {boxes}</p>"
 
 
-def _overview(series: dict[Key, list[Point]], found: dict[Key, list[Change]], runs: int) -> str:
+def _overview(series: dict[Key, tuple[str, list[Point]]], found: dict[Key, list[Change]], runs: int) -> str:
     modes = sorted({k[2] for k in series})
     rows = []
     for key in sorted(series):
-        hardware, model, mode, metric = key
-        points = series[key]
+        hardware, model, mode, _ = key
+        metric, points = series[key]
         latest = (found.get(key) or [None])[-1]
         link = page_name(hardware, model)
         rows.append(
@@ -130,7 +145,7 @@ def _model_page(hardware: str, model: str, keys: list[Key], series, found) -> st
         listed = "".join(f"<li>{_said(c)}</li>" for c in changes) or "<li>no change found</li>"
         charts.append(
             f'<div class="chart" data-mode="{html.escape(key[2])}"><h3>{html.escape(key[2])} · '
-            f"{html.escape(key[3])}</h3>{trend_chart(series[key], changes)}<ul>{listed}</ul></div>"
+            f"{html.escape(series[key][0])}</h3>{trend_chart(series[key][1], changes)}<ul>{listed}</ul></div>"
         )
     body = (
         f'<p><a href="index.html">← all series</a></p><h1>{html.escape(model)} on {html.escape(hardware)}</h1>'
