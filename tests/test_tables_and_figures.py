@@ -411,3 +411,7 @@ def test_the_memory_figure_sets_each_mode_started_alone_beside_its_measuring_pro
     assert [h for h in heights if h > 0] == [782, 1000]
     plain = figures.peak_memory(synthetic_tables)  # no start read its memory: the measuring processes alone
     assert all(":" not in ax.get_title() for ax in plain.axes)
+    step = synthetic_tables.runs.iloc[[0]].assign(model="resnet.train", train_of="resnet", peak_memory_bytes=9e9)
+    with_step = dataclasses.replace(synthetic_tables, runs=pd.concat([synthetic_tables.runs, step]))
+    ticks = [t.get_text() for ax in figures.peak_memory(with_step).axes for t in ax.get_xticklabels()]
+    assert "resnet" in ticks and "resnet.train" not in ticks  # a training step's memory is Appendix B's

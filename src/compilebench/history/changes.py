@@ -60,9 +60,6 @@ class Change:
     regression: bool
     two_speeds: tuple[int, ...] = ()  # runs (from 0) whose processes split into two levels: the verdict is unclear
 
-    def record(self) -> dict:
-        return {**self.__dict__, "ci95": list(self.ci95), "two_speeds": list(self.two_speeds)}
-
 
 Key = tuple[str, str, str, str]  # hardware, model, mode, metric
 

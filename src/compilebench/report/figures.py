@@ -20,6 +20,7 @@ from ..core.layout import FIGURE_NAMES, FIGURE_SECTIONS  # noqa: E402
 from ..core.modes import MODE_NAMES, label, ordered  # noqa: E402
 from ..core.records import COMPILE_PHASES, START_PARTS  # noqa: E402
 from .start_tables import deployed_peaks  # noqa: E402
+from .tables import inference_only  # noqa: E402
 
 BUILTIN_COLORS = dict(zip(MODE_NAMES, sns.color_palette("colorblind", len(MODE_NAMES))))
 DEFINED_COLORS = sns.color_palette("dark", 10)
@@ -272,8 +273,7 @@ def peak_memory(t: Tables) -> plt.Figure | str:
     """7. Peak memory of each mode, grouped by model: in its measuring process (GPU allocator peak; CPU peak RSS over
     the pre-model baseline, eager and the mode held at once), and beside it, where the run timed starts, each mode
     started alone on its deployed path (the whole process's peak, as users run it)."""
-    ok = t.ok.dropna(subset=["peak_memory_bytes"])
-    ok = ok[ok["train_of"].isna()] if "train_of" in ok else ok  # a training step's memory is Appendix B's, per side
+    ok = inference_only(t.ok).dropna(subset=["peak_memory_bytes"])  # a training step's is Appendix B's, per side
     if ok.empty:
         return "No memory measurements in this run."
     ok = ok.assign(peak_mib=ok["peak_memory_bytes"] / 2**20)
