@@ -10,7 +10,7 @@ from compilebench import codebase
 from compilebench.configuration import config as configuration
 from compilebench.configuration import schema
 from compilebench.configuration import plan
-from compilebench.core import layout, modes, records
+from compilebench.core import kinds, layout, modes, records
 from compilebench.core.errors import ConfigError, UserError
 from compilebench.core.files import foreign_results, read_json, run_result_paths
 from compilebench.parent import pyenv
@@ -119,7 +119,7 @@ def get_compile_trace_reports(wildcards=None):
         layout.COMPILE_TRACE_REPORT.format(hardware=h, model=m, mode=mode)
         for h, m, mode in benchmark_jobs()
         if (exp := configuration.experiment(config, m, mode, h)).measure.compile_trace
-        and exp.mode_settings.kind in modes.COMPILING_KINDS
+        and kinds.of(exp.mode_settings).compiles
     ]
 
 
@@ -361,7 +361,7 @@ def get_mode_check(wildcards):
     """A defined mode with a backend or inductor settings is checked against the hardware's torch first; a
     regional mode's stack in the experiment's model too."""
     defined = config["mode_definitions"].get(wildcards.mode)
-    if not defined or defined["kind"] not in modes.COMPILING_KINDS:
+    if not defined or not kinds.get(defined["kind"]).compiles:
         return []
     checks = [layout.MODE_CHECK.format(**wildcards)]
     if is_regional(wildcards.mode):

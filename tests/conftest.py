@@ -12,6 +12,14 @@ from helpers import copy_project, planned_outputs, shared_run_config, snakemake
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path.home() / ".cache" / "compilebench-tests-inductor"))
 
 
+def pytest_collection_modifyitems(items):
+    """A test on the shared run waits for that run (minutes): it is slow, whatever else it does, so that
+    `pytest -m "not slow and not slurm"` (the fast subset) never starts it."""
+    for item in items:
+        if "finished" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def config_file(tmp_path):
     """Write a config dict as YAML and return its path."""

@@ -11,7 +11,7 @@ from helpers import TINY_MODELS, tiny_config
 
 from compilebench.analysis import summaries
 from compilebench.configuration import config as configuration
-from compilebench.core import modes
+from compilebench.core import kinds, modes
 from compilebench.parent.jobs import apply_hardware
 from compilebench.worker import models, runner, wrappers
 
@@ -35,7 +35,7 @@ def measured_result(model: str, mode: str, threads: int | None = None, **definit
 
 
 @pytest.mark.parametrize("model", ["resnet", "vit"])
-@pytest.mark.parametrize("mode", modes.RUNTIME_KINDS)
+@pytest.mark.parametrize("mode", kinds.names(lambda kind: kind.runtime is not None))
 def test_each_runtime_runs_a_tiny_model_correctly_on_the_entrys_threads(model, mode):
     result = measured_result(model, mode, threads=1)
     assert result["status"] == "ok", result["error"]

@@ -186,8 +186,13 @@ def upward_imports() -> list[tuple[str, str]]:
 
 
 def cycles() -> list[list[str]]:
-    """Every import cycle of the package, each as the modules along it (empty when the layers point one way)."""
-    graph, found, state = import_graph(), [], {}
+    """Every import cycle of the package, each as the modules along it (empty when the layers point one way).
+
+    Along the imports a module names: a folder's `__init__` that imports its own modules (a registry of kinds) is
+    run before them and is no cycle; a module that names its folder's `__init__` back is one."""
+    known = set(module_names())
+    graph = {name: (_facts(name)[0] & known) - {name} for name in known}
+    found, state = [], {}
 
     def walk(name: str, path: list[str]) -> None:
         state[name] = "open"

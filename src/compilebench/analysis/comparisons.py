@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..core import kinds
 from ..core.files import read_result
-from ..core.modes import COMPILING_KINDS, MODE_NAMES, RUNTIME_KINDS, base_mode, without_own_setting
+from ..core.modes import MODE_NAMES, base_mode, without_own_setting
 from ..core.thresholds import COMPILE_THRESHOLD, MIN_COMPILE_SAMPLES
 from .machine_state import unstable_experiments
 from .run_folders import by_experiment
@@ -214,8 +215,8 @@ def compile_samples(result: dict) -> dict[str, list[float]]:
     `measure.cold_processes`) and warm starts (its later processes', or
     the start its job made from the caches the cold one left), in seconds (a runtime's: its export or conversion and
     session or compile); none for a mode that does not compile."""
-    kind = (result.get("mode_settings") or {}).get("kind")
-    if kind not in (*COMPILING_KINDS, *RUNTIME_KINDS) or result["status"] != "ok":
+    settings = result.get("mode_settings")
+    if not settings or not kinds.of(settings).starts or result["status"] != "ok":
         return {"cold": [], "warm": []}
     processes = result.get("processes") or [result]
     warm = result.get("compile_warm_samples_s") or [result.get("compile_warm_s")]
@@ -387,7 +388,7 @@ def _base_of(result: dict, run: dict[tuple[str, str, str], dict]) -> str | None:
         ]
         if same or settings.get("quantize"):
             return same[0] if same else None
-    return base_mode(settings.get("kind"), settings.get("mode"))
+    return base_mode(settings)
 
 
 def mode_effects(

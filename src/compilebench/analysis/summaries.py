@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core import layout
+from ..core import kinds, layout
 from ..core.errors import UserError
 from ..core.experiment import Experiment
 from ..core.files import BadRecord, read_json, read_process_record, write_json
@@ -331,7 +331,7 @@ def warm_start_fields(exp: Experiment, records: list[ProcessRecord]) -> dict:
     """The warm starts: with one process, the fresh processes its job started after it (from the caches it left,
     and from torch's cache artifacts alone); with several, the later processes' first calls, which read the caches
     the first wrote. An export mode's warm start is its package load and first call, in every process."""
-    kind, first = exp.mode_settings.kind, records[0]
+    warm_from, first = kinds.of(exp.mode_settings).warm_start, records[0]
     starts = first.get("warm_starts")
     fields: dict = {}
     if starts is not None:
@@ -339,11 +339,12 @@ def warm_start_fields(exp: Experiment, records: list[ProcessRecord]) -> dict:
         fields["compile_bundle_s"] = (starts["bundle"] or {}).get("first_call_s")
         if exp.measure.warm_start_by_job:
             fields["compile_warm_s"] = (starts["warm"] or {}).get("first_call_s")
-    warm = warm_start_samples(records, kind) if not (kind == "compile" and exp.measure.cold_processes) else []
+    from_caches = warm_from == "caches"
+    warm = warm_start_samples(records, warm_from) if not (from_caches and exp.measure.cold_processes) else []
     if exp.measure.processes > 1 and warm:
         fields["compile_warm_samples_s"] = warm
         fields["compile_warm_s"] = statistics.median(warm)
-    if kind == "compile" and len(records) > 1 and not exp.measure.cold_processes:
+    if from_caches and len(records) > 1 and not exp.measure.cold_processes:
         earlier = starts or {}
         later = [(k, r) for k, r in enumerate(records[1:], 2) if "cache_replaced" not in r]
         shown = f"process {later[0][0]}" if later else "none"
@@ -366,12 +367,12 @@ def warm_start_fields(exp: Experiment, records: list[ProcessRecord]) -> dict:
     return fields
 
 
-def warm_start_samples(records: list[ProcessRecord], kind: str) -> list[float]:
-    """The warm starts among an experiment's processes: a compile mode's later processes' first calls, which read
-    the caches the first wrote; an export mode's package load and first call, in every process."""
-    if kind == "compile":
+def warm_start_samples(records: list[ProcessRecord], warm_from: str | None) -> list[float]:
+    """The warm starts among an experiment's processes (`Kind.warm_start`): from caches, the later processes' first
+    calls, which read the caches the first wrote; from a package, its load and first call, in every process."""
+    if warm_from == "caches":
         return [record["preparation"]["first_call_s"] for record in records[1:] if "cache_replaced" not in record]
-    if kind == "export":
+    if warm_from == "package":
         return [record["compile_warm_s"] for record in records if record.get("compile_warm_s") is not None]
     return []
 

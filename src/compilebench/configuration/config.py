@@ -7,7 +7,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from ..core import modes
+from ..core import kinds, modes
 from ..core.errors import ConfigError, UserError  # noqa: F401  (UserError: the base callers catch)
 from ..core.experiment import Experiment, canonical
 from ..core.layout import ASSETS_DIR, COMPILE_TRACE, TRACE, WEIGHTS_DIR
@@ -120,7 +120,7 @@ def starts_plan(config: dict, model: str, mode: str, hardware: str) -> dict | No
     entry = config["models"][model]
     if not paths or entry.get("stream") or entry.get("train"):
         return None
-    if modes.definitions(config)[mode]["kind"] not in modes.STARTING_KINDS:
+    if not kinds.get(modes.definitions(config)[mode]["kind"]).starts:
         return None
     order = [path for path in START_PATHS if path in paths]
     return {"paths": order, "repeats": measure.get("start_repeats", plan.DEFAULT_START_REPEATS)}

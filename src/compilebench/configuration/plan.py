@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core import modes
+from ..core import kinds
 from ..core.errors import ConfigError
 
 DEFAULT_START_REPEATS = 3  # fresh processes per path of `measure.starts` where the config gives none
@@ -71,12 +71,13 @@ def experiment_plan(measure: dict, entry: dict, mode: str, settings: dict) -> Ex
         return ExperimentPlan(1, 0, calls, 2 * calls * CALL_FLOOR_S)  # eager's passes and the mode's
     processes = measure["processes"]
     starts = 0
-    if measure["warm_start"] and settings["kind"] == "compile":
+    kind = kinds.of(settings)
+    if measure["warm_start"] and kind.warm_start == "caches":
         one_cold = processes == 1 or measure.get("cold_processes")
         starts = (1 if one_cold else 0) + (1 if measure["bundle_start"] else 0)
     floor = processes * timed_floor_s(measure, eager=mode == "eager")  # eager has no steady state to time
     paths = paths_asked(measure, mode)
-    if paths and settings["kind"] in modes.STARTING_KINDS:
+    if paths and kind.starts:
         count, seconds = start_processes(paths, measure.get("start_repeats", DEFAULT_START_REPEATS))
         starts, floor = starts + count, floor + seconds
     return ExperimentPlan(processes, starts, 0, floor)

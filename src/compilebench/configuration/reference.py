@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import yaml
-
-from .schema import SCHEMA_PATH
+from .schema import load_schema
 
 HEADER = """# Configuration reference
 
@@ -71,7 +69,7 @@ def rows(node: dict, path: str, definitions: dict) -> list[tuple[str, str, str, 
 
 
 def markdown() -> str:
-    root = yaml.safe_load(SCHEMA_PATH.read_text())
+    root = load_schema()
     definitions = root.get("definitions", {})
     sections: dict[str, list] = {"top level": []}
     for section, node in root["properties"].items():

@@ -12,11 +12,10 @@ from typing import Any
 import jsonschema
 import yaml
 
-from ..core import modes
+from ..core import kinds, modes, sources
 from ..core.errors import ConfigError, UserError  # noqa: F401  (UserError: the base callers catch)
 from ..core.files import run_result_paths
 from ..core.records import CONFIG_SWEEP_KEYS, SWEEP_KEYS
-from . import catalog
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
 
@@ -77,7 +76,18 @@ Validator = jsonschema.validators.extend(
 
 
 def load_schema() -> dict:
-    return yaml.safe_load(SCHEMA_PATH.read_text())
+    """The config's schema: the file's, with each registered mode kind's settings block and model source's keys
+    from their declarations."""
+    schema = yaml.safe_load(SCHEMA_PATH.read_text())
+    definition = schema["properties"]["mode_definitions"]["additionalProperties"]["properties"]
+    definition["kind"]["enum"] = list(kinds.names())
+    for name in kinds.names():
+        if (block := kinds.get(name).schema) is not None:
+            definition[name] = block
+    source = schema["properties"]["models"]["additionalProperties"]["properties"]["source"]
+    source["enum"] = list(sources.names())
+    source["description"] = "; ".join(f"{name}: {sources.get(name).description}" for name in sources.names())
+    return schema
 
 
 def _key(path) -> str:
@@ -223,12 +233,13 @@ def sweep_axis_missing(entry: dict, key: str) -> str | None:
         return "its `prompt` sets the sequence, whatever seq_len says"
     if key == "image_size" and task != "image-classification":
         return f"a {task} model takes no image"
-    if key == "image_size" and entry.get("source") == "transformers":
-        return "a transformers vision model takes its image size from `config.image_size`"
+    source = sources.REGISTRY.find(entry.get("source"))
+    if key == "image_size" and source is not None and source.image_size_from_config:
+        return f"a {source.name} vision model takes its image size from `config.image_size`"
     if key == "new_tokens" and task != "text-generation":
         return f"a {task} model generates no tokens"
-    random_transformers = entry.get("source") == "transformers" and entry.get("weights", "random") == "random"
-    if key in CONFIG_SWEEP_KEYS and not random_transformers:
+    from_config = source is not None and source.built_from_config and entry.get("weights", "random") == "random"
+    if key in CONFIG_SWEEP_KEYS and not from_config:
         return f"`{key}` is set in a transformers model's `config`, which only a model with random weights builds from"
     return None
 
@@ -251,10 +262,11 @@ def check_mode_definitions(defined: dict) -> None:
                 f"(built-in modes: {', '.join(modes.MODE_NAMES)})."
             )
         quantize = definition.get("quantize")
-        if quantize and definition["kind"] not in modes.QUANTIZE_KINDS:
+        quantizable = kinds.names(lambda kind: kind.quantizable)
+        if quantize and definition["kind"] not in quantizable:
             raise ConfigError(
                 f"Config key `{key}.quantize` applies to a mode of kind {definition['kind']!r}: expected quantization "
-                f"on a mode of kind {' or '.join(modes.QUANTIZE_KINDS)} (torchao quantizes the module they run)."
+                f"on a mode of kind {' or '.join(quantizable)} (torchao quantizes the module they run)."
             )
         if quantize and "group_size" in quantize and quantize["method"] != "int4_weight_only":
             raise ConfigError(
@@ -267,7 +279,7 @@ def check_mode_definitions(defined: dict) -> None:
                 f"Config key `{key}.compile.mark_dynamic` marks axes dynamic, but `dynamic` is false (unset means "
                 "false here), which makes every shape static: expected `dynamic: null` beside it."
             )
-        others = [k for k in modes.KINDS if k in definition and k != definition["kind"]]
+        others = [k for k in kinds.names() if k in definition and k != definition["kind"]]
         if others:
             raise ConfigError(
                 f"Config key `{key}.{others[0]}` does not apply to a mode of kind {definition['kind']!r}: "
@@ -276,7 +288,6 @@ def check_mode_definitions(defined: dict) -> None:
 
 
 TRAINING_ONLY_SETTINGS = ("scope", "optimizer", "autograd")
-TRAINING_KINDS = ("eager", "compile")
 
 
 def check_training(config: dict) -> None:
@@ -300,7 +311,7 @@ def check_training(config: dict) -> None:
             definition = defined.get(mode)
             if definition is None:
                 continue  # an unknown name is reported by check_mode_names
-            if definition["kind"] not in TRAINING_KINDS or definition.get("quantize"):
+            if not kinds.get(definition["kind"]).trains or definition.get("quantize"):
                 what = "quantized" if definition.get("quantize") else f"of kind {definition['kind']}"
                 key = f"models.{name}.train.modes.{i}" if given else f"models.{name}.modes.{i}"
                 raise ConfigError(
@@ -350,15 +361,16 @@ def check_model(name: str, model: dict, assets: dict) -> None:
     if model.get("image") and model["image"] not in assets:
         _check_image(f"{key}.image", model["image"])
     _check_context(key, model)
-    if model["source"] == "torchvision" and model["task"] != "image-classification":
+    source = sources.get(model["source"])
+    if model["task"] not in source.tasks:
         raise ConfigError(
-            f"Config key `{key}.task` is {model['task']!r}, but torchvision models here are "
-            "classifiers: expected image-classification."
+            f"Config key `{key}.task` is {model['task']!r}, but {source.name} models here are "
+            f"{' or '.join(source.tasks)} models: expected {' or '.join(source.tasks)}."
         )
     weights = model["weights"]
     if weights not in ("random", "pretrained"):
-        catalog.check_weights(f"{key}.weights", model["source"], weights)
-    if weights == "pretrained" and model["source"] == "transformers":
+        source.check_weights(f"{key}.weights", weights)
+    if weights == "pretrained" and source.pretrained_from_hub:
         for field in ("hub_id", "revision"):
             if field not in model:
                 raise ConfigError(
@@ -385,7 +397,7 @@ def _compiling_anywhere(config: dict) -> list[str]:
         for name, model in config["models"].items()
         if not model.get("stream")
         for mode in model_modes(config, name)
-        if definitions.get(mode, {}).get("kind") in modes.STARTING_KINDS
+        if mode in definitions and kinds.get(definitions[mode]["kind"]).starts
     ]
 
 
@@ -393,7 +405,8 @@ def _check_context(key: str, model: dict) -> None:
     """Synthetic token ids plus new tokens must fit the context the architecture's config gives."""
     context = model.get("config", {}).get("max_position_embeddings")
     synthetic = model["weights"] == "random" and not model.get("prompt")
-    if model["source"] != "transformers" or model["task"] == "image-classification" or context is None or not synthetic:
+    from_config = sources.get(model["source"]).built_from_config
+    if not from_config or model["task"] == "image-classification" or context is None or not synthetic:
         return
     needed = model["seq_len"] + (model["new_tokens"] if model["task"] == "text-generation" else 0)
     if needed > context:
@@ -411,7 +424,7 @@ def check_starts(key: str, measure: dict, config: dict, model: str | None = None
         return
     definitions = modes.definitions(config)
     known = model_modes(config, model) if model else config["modes"]
-    compiling = [m for m in known if definitions[m]["kind"] in modes.STARTING_KINDS]
+    compiling = [m for m in known if kinds.get(definitions[m]["kind"]).starts]
     if model and config["models"][model].get("stream"):
         raise ConfigError(
             f"Config key `{key}.starts` asks starts of a model with a `stream`, whose calls are a sequence of shapes "
@@ -424,8 +437,8 @@ def check_starts(key: str, measure: dict, config: dict, model: str | None = None
             where = "the model's modes" if model else "any model's modes (streams take no starts)"
             raise ConfigError(
                 f"Config key `{key}.starts` asks {', '.join(starts)} starts, but no mode among {where} compiles, so "
-                f"no start would run: expected a compiling mode ({', '.join(modes.STARTING_KINDS)} kind) beside "
-                "it, or no starts."
+                f"no start would run: expected a compiling mode ({', '.join(kinds.names(lambda kind: kind.starts))} "
+                "kind) beside it, or no starts."
             )
         return
     for mode in starts:

@@ -9,65 +9,20 @@ omitted where it is optional and unset, as the config left it out.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from .kinds import ModeSettings
+from .parts import Part, Quantize, canonical
+from .parts import optional as _optional
+from .parts import part as _part
+
+__all__ = ["Experiment", "Measure", "ModeSettings", "ModelSpec", "Part", "Quantize", "Stream", "Train", "canonical"]
+
 DEFAULT_EXTRA_PROCESSES = 2  # `measure.max_extra_processes` where the config gives none
-
-
-def _optional(part: type | None = None) -> Any:
-    """A key the JSON form holds only when it is set."""
-    return field(default=None, metadata={"optional": True, "part": part})
-
-
-def _part(part: type) -> Any:
-    return field(metadata={"part": part})
-
-
-class Part:
-    """A frozen record with a JSON form: its fields, parts as their own JSON, unset optional keys left out."""
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]):
-        return cls._read(data)
-
-    @classmethod
-    def _read(cls, data: Mapping[str, Any]):
-        known = {f.name: f for f in dataclasses.fields(cls) if f.init}
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ValueError(f"{cls.__name__} has no key {', '.join(unknown)}: expected {', '.join(sorted(known))}")
-        values = {}
-        for name, value in data.items():
-            part = known[name].metadata.get("part")
-            values[name] = part.from_json(value) if part is not None and value is not None else copy.deepcopy(value)
-        return cls(**values)
-
-    def to_json(self) -> dict[str, Any]:
-        out = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if value is None and f.metadata.get("optional"):
-                continue
-            out[f.name] = value.to_json() if isinstance(value, Part) else copy.deepcopy(value)
-        return canonical(out)
-
-    def replace(self, **changes):
-        return dataclasses.replace(self, **changes)
-
-
-def canonical(value: Any) -> Any:
-    """Dicts with sorted keys, all the way down: Snakemake compares params as text, and key order is no change."""
-    if isinstance(value, dict):
-        return {k: canonical(value[k]) for k in sorted(value)}
-    if isinstance(value, list):
-        return [canonical(v) for v in value]
-    return value
 
 
 @dataclass(frozen=True)
@@ -95,15 +50,6 @@ class Stream(Part):
         return values["high"] if isinstance(values, dict) else max(values)
 
 
-@dataclass(frozen=True)
-class Quantize(Part):
-    """A quantized mode's torchao settings, `min_cosine` filled in."""
-
-    method: str
-    min_cosine: float
-    group_size: int | None = _optional()
-
-
 # A training step on a CPU runs with glibc's allocator pinned: what a step frees stays with the process rather than
 # going back to the kernel to be faulted in again next step (otherwise eager's step pays ~10k page faults that
 # a process whose heap was grown before does not, and two processes disagree). A hardware entry's `env` setting
@@ -120,95 +66,6 @@ class Train(Part):
     lr: float
     loss: str
     steps_checked: int
-
-
-@dataclass(frozen=True)
-class ModeSettings(Part):
-    """What a mode runs with, every setting of its kind filled in (`modes.settings`)."""
-
-    kind: ClassVar[str]
-    quantize: Quantize | None = _optional(Quantize)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ModeSettings:
-        """The settings of the kind `data` names: read as that kind's own class."""
-        kinds = {
-            c.kind: c
-            for c in (
-                EagerSettings,
-                JitSettings,
-                CompileSettings,
-                ExportSettings,
-                OnnxRuntimeSettings,
-                OpenVinoSettings,
-            )
-        }
-        kind = kinds.get(data.get("kind"))
-        if kind is None or cls not in (ModeSettings, kind):
-            raise ValueError(f"mode settings of kind {data.get('kind')!r}: expected one of {', '.join(kinds)}")
-        return kind._read({k: v for k, v in data.items() if k != "kind"})
-
-    def to_json(self) -> dict[str, Any]:
-        return canonical({"kind": self.kind, **super().to_json()})
-
-
-@dataclass(frozen=True)
-class EagerSettings(ModeSettings):
-    kind: ClassVar[str] = "eager"
-
-
-@dataclass(frozen=True)
-class JitSettings(ModeSettings):
-    kind: ClassVar[str] = "jit"
-    method: str = "trace"
-    freeze: bool = True
-    optimize_for_inference: bool = True
-
-
-@dataclass(frozen=True)
-class CompileSettings(ModeSettings):
-    kind: ClassVar[str] = "compile"
-    backend: str = "inductor"
-    mode: str = "default"
-    options: dict[str, Any] = field(default_factory=dict)
-    dynamic: bool | None = False
-    fullgraph: bool = False
-    mark_dynamic: list[str] | None = _optional()
-    recompile_limit: int | None = _optional()
-    regional: bool | str | None = _optional()  # true, a stack's dotted path, or "nested"
-    # Training experiments only: what is compiled (the model, or the whole step), the optimizer's step compiled too,
-    # the backward traced by compiled autograd.
-    scope: str | None = _optional()
-    optimizer: bool | None = _optional()
-    autograd: bool | None = _optional()
-
-
-@dataclass(frozen=True)
-class ExportSettings(ModeSettings):
-    kind: ClassVar[str] = "export"
-    options: dict[str, Any] = field(default_factory=dict)
-    strict: bool = False
-
-
-@dataclass(frozen=True)
-class OnnxRuntimeSettings(ModeSettings):
-    """The model exported to ONNX (torch.onnx.export) and run by an ONNX Runtime InferenceSession."""
-
-    kind: ClassVar[str] = "onnxruntime"
-    dynamo: bool = True
-    graph_optimization_level: str = "all"
-    opset: int | None = _optional()
-
-
-@dataclass(frozen=True)
-class OpenVinoSettings(ModeSettings):
-    """The model converted by OpenVINO (from the torch model, or from its ONNX export) and compiled for a device."""
-
-    kind: ClassVar[str] = "openvino"
-    source: str = "torch"
-    precision: str = "f32"
-    hint: str = "LATENCY"
-    streams: int = 1
 
 
 @dataclass(frozen=True)

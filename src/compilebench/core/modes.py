@@ -1,6 +1,6 @@
 """Execution modes as definitions: what each mode name means, read by every place that lists modes.
 
-A mode is a `kind` (eager, jit, compile, export, or a runtime users deploy instead: onnxruntime,
+A mode is a `kind` (`core.kinds`: eager, jit, compile, export, or a runtime users deploy instead: onnxruntime,
 openvino) and that kind's settings. The built-in modes are presets; a config adds its own under
 `mode_definitions`. Torch-free,
 so that the config, the workflow and the report know the modes without loading the
@@ -12,18 +12,10 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-KINDS = ("eager", "jit", "compile", "export", "onnxruntime", "openvino")
-# The runtimes a model is deployed in instead of PyTorch: converted ahead of time, then run outside torch.
-RUNTIME_KINDS = ("onnxruntime", "openvino")
-RUNTIMES_INSTALL = 'pip install -e ".[runtimes]"'
-# What each runtime loads, as compilebench saves it: an ONNX file, or OpenVINO's IR (its XML, weights beside it).
-RUNTIME_ARTIFACTS = {"onnxruntime": "model.onnx", "openvino": "model.xml"}
+from . import kinds
 
-# The kinds that compile the model (torch.compile, or export to an AOTInductor package).
-COMPILING_KINDS = ("compile", "export")
-# The kinds whose starts (`measure.starts`) are timed: each pays a cost before its first output that eager does not.
-STARTING_KINDS = (*COMPILING_KINDS, *RUNTIME_KINDS)
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+RUNTIMES_INSTALL = kinds.base.RUNTIMES_INSTALL
+COMPILE_MODES = kinds.compile.COMPILE_MODES
 
 # The built-in modes, in the order tables and figures show them.
 BUILTIN_MODES: dict[str, dict] = {
@@ -37,20 +29,8 @@ BUILTIN_MODES: dict[str, dict] = {
 }
 MODE_NAMES = tuple(BUILTIN_MODES)
 
-# Each kind's settings and their defaults; None means "from the model or measure settings".
-KIND_DEFAULTS: dict[str, dict[str, Any]] = {
-    "eager": {},
-    "jit": {"method": None, "freeze": True, "optimize_for_inference": True},
-    "compile": {"backend": "inductor", "mode": "default", "options": {}, "dynamic": False, "fullgraph": None},
-    "export": {"options": {}, "strict": False},
-    "onnxruntime": {"opset": None, "dynamo": True, "graph_optimization_level": "all"},
-    "openvino": {"source": "torch", "precision": "f32", "hint": "LATENCY", "streams": 1},
-}
-
-
 # What a quantized mode's output must keep of eager's (quantization changes outputs by design).
 QUANTIZE_MIN_COSINE = 0.98
-QUANTIZE_KINDS = ("eager", "compile")
 TORCHAO_INSTALL = 'pip install -e ".[quant]"'
 
 
@@ -70,15 +50,11 @@ def definitions(config: dict) -> dict[str, dict]:
 
 def settings(definition: dict, *, jit_method: str = "trace", fullgraph: bool = False) -> dict[str, Any]:
     """A definition with every setting of its kind filled in: exactly what the mode runs with."""
-    kind = definition["kind"]
-    resolved = {**KIND_DEFAULTS[kind], **definition.get(kind, {})}
-    if kind == "jit" and resolved["method"] is None:
-        resolved["method"] = jit_method
-    if kind == "compile" and resolved["fullgraph"] is None:
-        resolved["fullgraph"] = fullgraph
+    kind = kinds.get(definition["kind"])
+    resolved = kind.resolve(kind.settings_of(definition), jit_method=jit_method, fullgraph=fullgraph)
     if definition.get("quantize"):
         resolved["quantize"] = {"min_cosine": QUANTIZE_MIN_COSINE, **definition["quantize"]}
-    return {"kind": kind, **resolved}
+    return {"kind": kind.name, **resolved}
 
 
 # The settings a defined mode is set against the same definition without, the first it has deciding.
@@ -97,13 +73,10 @@ def without_own_setting(settings: dict) -> dict | None:
     return None if own is None else {key: value for key, value in settings.items() if key != own}
 
 
-def base_mode(kind: str, compile_mode: str | None = None) -> str | None:
+def base_mode(settings: dict) -> str | None:
     """The built-in mode a defined one is set against: the same torch.compile mode without the definition's
     own settings; compile-default for an AOTInductor package; jit for TorchScript settings."""
-    if kind == "compile":
-        mode = compile_mode or "default"
-        return "compile-" + ("max-autotune" if mode == "max-autotune-no-cudagraphs" else mode)
-    return {"export": "compile-default", "jit": "jit"}.get(kind)
+    return kinds.of(settings).base_mode(settings)
 
 
 def ordered(names) -> list[str]:

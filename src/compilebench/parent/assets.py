@@ -10,6 +10,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
 
+from ..core import sources
 from ..core.errors import UserError
 from ..core.files import atomic_write, sha256_of
 
@@ -98,7 +99,7 @@ def fetch_weights(model: str, spec: dict, dest: str | Path) -> Path:
     """Pretrained weights into `dest`: a Hugging Face snapshot at its pinned revision, or torchvision's file."""
     dest = Path(dest)
     try:
-        if spec["source"] == "transformers":
+        if sources.get(spec["source"]).pretrained_from_hub:
             from huggingface_hub import snapshot_download
 
             snapshot_download(repo_id=spec["hub_id"], revision=spec["revision"], local_dir=dest)

@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 
 from ..analysis import levels
-from ..core import layout
+from ..core import kinds, layout
 from ..core.errors import UserError
 from ..core.experiment import PINNED_ALLOCATOR, Experiment, ModeSettings
 from ..core.files import failure_of, read_json, write_failure, write_json
@@ -378,7 +378,7 @@ def _not_ok(record_path: str | Path | None) -> ErrorInfo | None:
 
 
 def _warm_starts_wanted(exp: Experiment) -> bool:
-    return exp.measure.warm_start and exp.mode_settings.kind == "compile"
+    return exp.measure.warm_start and kinds.of(exp.mode_settings).warm_start == "caches"
 
 
 def cache_env(folder: Path) -> dict[str, str]:

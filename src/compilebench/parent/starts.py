@@ -17,9 +17,9 @@ import logging
 import shutil
 from pathlib import Path
 
+from ..core import kinds
 from ..core.experiment import Experiment
 from ..core.files import STARTS_SCHEMA, artifact_bytes, read_json, write_json
-from ..core.modes import RUNTIME_ARTIFACTS, RUNTIME_KINDS
 from ..core.records import ARTIFACT_PATHS, ArtifactRequest, ErrorInfo, StartRequest, now
 from ..core.supervise import death, die_with_snakemake, supervised
 from . import pyenv
@@ -32,32 +32,16 @@ def obstacle(exp: Experiment, path: str) -> str | None:
     """Why `exp`'s mode cannot start on `path`, from its settings alone (what torch lacks, its worker says); None
     where it can."""
     settings = exp.mode_settings
-    kind = settings.kind
-    options = getattr(settings, "options", {}) or {}
-    if kind in RUNTIME_KINDS and path in ("warm", "artifacts", "precompiled"):
-        return f"this {kind} mode starts cold (export, then load) or from its saved model (package); {path} is torch's"
-    if path in ("eager", "cold", "warm"):
+    kind = kinds.of(settings)
+    if path in ("eager", "cold"):
         return None
-    if path == "artifacts":
-        if kind != "compile":
-            return "cache artifacts are torch.compile's; an export mode deploys its package"
-        if options.get("freezing"):
-            return "inductor does not cache a graph with frozen constants, so there are no cache artifacts to load"
-        return None
+    if path in ("warm", "artifacts"):
+        return kind.start_obstacle(settings, path)
     if exp.spec.task == "text-generation":
         return f"compilebench builds no {path} of a generation loop with a KV cache"
     if settings.quantize:
         return f"compilebench builds the {path} of a float model; this mode quantizes its copy with torchao"
-    if kind == "compile":
-        if settings.backend != "inductor":
-            return f"a {path} is inductor's; this mode compiles with backend {settings.backend}"
-        if settings.regional:
-            return f"a {path} holds the whole model; this mode compiles its blocks one by one (compile.regional)"
-        if settings.dynamic or settings.mark_dynamic:
-            return f"a {path} fixes its input shapes; this mode compiles with dynamic shapes"
-    if path == "precompiled" and kind == "export":
-        return "an export mode's ahead-of-time artifact is its package; a precompiled function is torch.compile's"
-    return None
+    return kind.start_obstacle(settings, path)
 
 
 def starts_job(
@@ -156,9 +140,7 @@ class _Starts:
         return {"builds": builds, "rows": rows}
 
     def _artifact(self, path: str) -> str | None:
-        names = {"package": "model.pt2", "precompiled": "forward.bin"}  # AOTInductor wants .pt2
-        if self.exp.mode_settings.kind in RUNTIME_KINDS:
-            names["package"] = RUNTIME_ARTIFACTS[self.exp.mode_settings.kind]  # a runtime's saved model
+        names = {"package": kinds.of(self.exp.mode_settings).package_file, "precompiled": "forward.bin"}
         return str(self.scratch / names[path]) if path in names else None
 
     def _cold(self, folder: Path, repeat) -> dict:

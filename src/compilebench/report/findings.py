@@ -9,6 +9,7 @@ import pandas as pd
 from ..analysis.comparisons import said
 from ..analysis.machine_state import capacity_differs, faults_differ
 from ..analysis.stats import missing
+from ..core import kinds
 from ..core.thresholds import (
     BUSY_SHARE,
 )
@@ -365,12 +366,6 @@ def stream_findings(streams: pd.DataFrame) -> list[str]:
 
 
 # What a mode's one-off cost is, by kind, in page 1's words: a runtime's is no compile of torch's.
-COLD_COST_WORDS = {
-    "jit": "scripting",
-    "export": "export and ahead-of-time compile",
-    "onnxruntime": "export to ONNX and session",
-    "openvino": "conversion and compile",
-}
 
 
 def advice(entry: dict) -> str:
@@ -388,7 +383,7 @@ def advice(entry: dict) -> str:
             f"({use['median_ms']:.2f} against {use['eager_ms']:.2f} ms; 95% CI {low:.2f}–{high:.2f}{caveat})"
         )
         if not missing(use.get("compile_s")):
-            cost = COLD_COST_WORDS.get(use.get("kind"), "cold compile")
+            cost = kinds.get(use["kind"]).cold_cost_words if use.get("kind") else "cold compile"
             said_ += f"; its {use['compile_s']:.1f} s {cost} pays off after {calls(use['break_even_calls'])} calls"
         return said_ + "."
     others = [r for r in rows if r["mode"] != "eager"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..analysis import stats
-from ..core.modes import RUNTIME_KINDS
+from ..core import kinds
 from ..core.records import is_training
 from .start_tables import DEPLOYED_PATHS
 from .tables import SPEEDUP_COLUMNS
@@ -40,11 +40,11 @@ def runtimes(
             groups.setdefault((result["hardware"], result["model"]), []).append(result)
     rows = []
     for group in groups.values():
-        runtime_results = [r for r in group if _kind(r) in RUNTIME_KINDS]
+        runtime_results = [r for r in group if _runtime(r)]
         if not runtime_results:
             continue
         eager = next((r for r in group if r["mode"] == "eager"), None)
-        torch_modes = [r for r in group if _kind(r) not in (*RUNTIME_KINDS, "eager") and _usable(r)]
+        torch_modes = [r for r in group if not _runtime(r) and _kind(r) != "eager" and _usable(r)]
         best = max(torch_modes, key=lambda r: r["speedup"]["value"], default=None)
         for role, result in (("eager", eager), ("best torch mode", best)):
             if result is not None:
@@ -81,6 +81,11 @@ def _start(started: pd.DataFrame | None, result: dict, role: str) -> dict:
 
 def _kind(result: dict) -> str | None:
     return (result.get("mode_settings") or {}).get("kind")
+
+
+def _runtime(result: dict) -> bool:
+    """Whether the result's mode runs in a runtime a model is deployed in instead of torch."""
+    return bool(result.get("mode_settings")) and kinds.of(result["mode_settings"]).runtime is not None
 
 
 def _usable(result: dict) -> bool:

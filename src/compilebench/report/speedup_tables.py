@@ -7,7 +7,7 @@ import pandas as pd
 
 from ..analysis import comparisons, machine_state, run_folders, stats
 from ..analysis.stats import against_noise, detectable_change, missing, unsteady_floor
-from ..core.modes import COMPILING_KINDS
+from ..core import kinds
 from ..core.records import CONFIG_SWEEP_KEYS, SWEEP_KEYS
 from ..core.thresholds import DEFAULT_THRESHOLD
 from .tables import SWEEP_COLUMNS, inference_only, mode_columns
@@ -58,7 +58,7 @@ def compile_depth(runs: pd.DataFrame, results: list[dict], resamples: int = 2000
     line's trend, seconds of cold compile per layer with its interval (`stats.slope`)."""
     (depth,) = CONFIG_SWEEP_KEYS
     run = run_folders.by_experiment(results)
-    compiling = runs["mode_kind"].isin(COMPILING_KINDS) & runs["compile_s"].notna()
+    compiling = runs["mode_kind"].isin(kinds.names(lambda kind: kind.compiles)) & runs["compile_s"].notna()
     swept = runs[runs["sweep_of"].notna() & (runs["status"] == "ok") & runs[depth].notna() & compiling]
     rows = []
     for (model, hardware, mode), line in swept.groupby(["sweep_of", "hardware", "mode"], sort=False):

@@ -90,8 +90,8 @@ def copy_bandwidth_gbs(device: str) -> dict:
 def measure(device: str) -> dict:
     """The `ceilings` of an environment record: what this device reaches at best, how, and with which kernel."""
     begin = time.perf_counter()
-    kind = _kind(device)
-    dtypes = ["float32", "bfloat16"] + (["float16"] if kind == "cuda" else [])
+    device_type = _kind(device)
+    dtypes = ["float32", "bfloat16"] + (["float16"] if device_type == "cuda" else [])
     with torch.no_grad():
         rates = {dtype: best_tflops(device, getattr(torch, dtype)) for dtype in dtypes}
         copy = copy_bandwidth_gbs(device)
@@ -100,9 +100,9 @@ def measure(device: str) -> dict:
         "best_kernel": {dtype: rate["kernel"] for dtype, rate in rates.items()},
         "memory_bandwidth_gbs": copy["gbs"],
         "method": (
-            f"the fastest call of each kernel family after {SETTLE_S[kind]} s of calling it (torch.mm at the largest "
-            f"of {', '.join(map(str, MATMUL_SIZES[kind]))} whose product takes under {CALL_BUDGET_S} s, a linear "
-            "layer of that size, a 3x3 convolution); the best of them: "
+            f"the fastest call of each kernel family after {SETTLE_S[device_type]} s of calling it (torch.mm at the "
+            f"largest of {', '.join(map(str, MATMUL_SIZES[device_type]))} whose product takes under {CALL_BUDGET_S} s, "
+            "a linear layer of that size, a 3x3 convolution); the best of them: "
             + ", ".join(f"{dtype} {rate['kernel']}" for dtype, rate in rates.items())
             + f"; the fastest copy of {copy['bytes'] // 2**20} MiB over {copy['calls']} calls, read and written once"
         ),

@@ -184,10 +184,12 @@ assert set(HANDLERS) == set(REQUESTS)
 def parse(text: str) -> Request:
     """The typed request that `text` (JSON) holds; a kind the worker does not know is refused with its name."""
     fields = json.loads(text)
-    kind = fields.pop("kind", None)
-    if kind not in REQUESTS:
-        raise UserError(f"compilebench.worker: unknown request kind {kind!r}: expected one of {', '.join(REQUESTS)}.")
-    return REQUESTS[kind].from_json(fields)
+    request = fields.pop("kind", None)
+    if request not in REQUESTS:
+        raise UserError(
+            f"compilebench.worker: unknown request kind {request!r}: expected one of {', '.join(REQUESTS)}."
+        )
+    return REQUESTS[request].from_json(fields)
 
 
 # When this worker's own code began: a start's interpreter part ends here.

@@ -14,13 +14,14 @@ from typing import Any
 
 import torch
 
-from ..core import modes
+from ..core import kinds
 from ..core.errors import Unsupported, UserError
-from ..core.experiment import PINNED_ALLOCATOR, Experiment, ModelSpec, OpenVinoSettings
+from ..core.experiment import PINNED_ALLOCATOR, Experiment, ModelSpec
 from ..core.records import error_info, now, result_header
 from . import compile_phases, correctness, profiling, quantization, streams, timing, training, wrappers
 from .dynamo_counters import CompilerHealth
 from .generation import Generation, GreedyGenerator
+from .kinds.base import precision
 from .machine import Load, parallel_capacity
 from .memory import PeakMemory, device_free_bytes
 from .models import BuiltModel, build, estimated_activation_bytes, parameter_bytes
@@ -156,7 +157,7 @@ def measuring_process(exp: Experiment) -> Iterator[Process]:
     health = CompilerHealth()
     health.start()
     with tempfile.TemporaryDirectory(prefix="compilebench-work-") as workdir, torch.no_grad():
-        with wrappers.precision(device, spec.dtype), wrappers.configured(exp.mode_settings):
+        with precision(device, spec.dtype), wrappers.configured(exp.mode_settings):
             compile_phases.start()
             yield Process(exp, model, timing.Clock(device), workdir, memory, health, wrappers.generated_code())
 
@@ -408,8 +409,9 @@ def measure_stream(process: Process) -> dict:
     """A shape stream: eager and the mode over the same sequence of shapes in alternating passes, call by call."""
     exp = process.exp
     settings = exp.mode_settings
-    if settings.kind not in ("eager", "compile"):
-        raise Unsupported(f"a shape stream runs eager and compile modes; {settings.kind} fixes one shape")
+    if not kinds.of(settings).streams:
+        streaming = " and ".join(kinds.names(lambda kind: kind.streams))
+        raise Unsupported(f"a shape stream runs {streaming} modes; {settings.kind} fixes one shape")
     model = process.model
     options = {"device": exp.device, "dtype": exp.spec.dtype, "workdir": process.workdir, "names": names(exp)}
     fn, _ = wrappers.wrap(model.module, settings, model.inputs, **options)
@@ -476,8 +478,7 @@ def names(exp: Experiment) -> tuple[str, str]:
 
 
 def compiles_with_inductor(exp: Experiment) -> bool:
-    settings = exp.mode_settings
-    return settings.kind == "export" or (settings.kind == "compile" and settings.backend == "inductor")
+    return kinds.of(exp.mode_settings).uses_inductor(exp.mode_settings)
 
 
 def machine_probe_folder() -> str:
@@ -580,10 +581,8 @@ def prepare(process: Process) -> Prepared:
         fn, preparation = wrappers.wrap(model, settings, built.inputs, **options)
         inputs, compiled, runtime = built.inputs, preparation.pop("regions", None), preparation.pop("runtime", None)
         return Prepared(lambda: fn(*inputs), eager_call(process), None, preparation, quantized, compiled, runtime)
-    if settings.kind == "jit":
-        raise Unsupported("TorchScript cannot capture generation with a KV cache; use eager or a compile mode")
-    if settings.kind == "export" or settings.kind in modes.RUNTIME_KINDS:
-        raise Unsupported("compilebench does not export a generation loop with a KV cache; use eager or a compile mode")
+    if refusal := kinds.of(settings).generation_refusal:
+        raise Unsupported(refusal)
     log.info("generating %d new tokens per iteration", spec.new_tokens)
     step, preparation = wrappers.wrap(model, settings, built.inputs, **options)
     prompt, clock, compiled = built.inputs[0], process.clock, preparation.pop("regions", None)
@@ -593,8 +592,7 @@ def prepare(process: Process) -> Prepared:
 
 def runtime_precision(exp: Experiment) -> str | None:
     """The precision a runtime mode computes in where it is not the model's own: OpenVINO's `precision: bf16`."""
-    settings = exp.mode_settings
-    return "bfloat16" if isinstance(settings, OpenVinoSettings) and settings.precision == "bf16" else None
+    return kinds.of(exp.mode_settings).compute_precision(exp.mode_settings)
 
 
 def correctness_check(exp: Experiment, model: BuiltModel, outputs: tuple, reference: dict) -> dict:

@@ -13,10 +13,11 @@ import os
 import time
 from pathlib import Path
 
+from ..core import kinds
 from ..core.errors import Unsupported
-from ..core.experiment import EagerSettings, Experiment
+from ..core.experiment import Experiment
 from ..core.files import artifact_bytes
-from ..core.modes import RUNTIME_KINDS
+from ..core.kinds.eager import EagerSettings
 from ..core.records import ARTIFACT_PATHS, ArtifactRequest, StartRequest, error_info
 
 log = logging.getLogger(__name__)
@@ -48,13 +49,13 @@ def _start(request: StartRequest, entered_at: float) -> dict:
     begun = spawned_at() or entered_at
     import torch
 
-    from . import compile_phases, memory, runner, runtimes, wrappers
+    from . import compile_phases, memory, runner, wrappers
 
     imported_at = time.monotonic()
     path = request.path
     exp = eager_experiment(request.exp) if path == "eager" else request.exp
     torch_obstacle(path)
-    inductor = path != "eager" and exp.mode_settings.kind not in RUNTIME_KINDS  # a runtime compiles no C++ of torch's
+    inductor = path != "eager" and kinds.of(exp.mode_settings).runs_in_torch  # a runtime compiles no C++ of torch's
     isa_probe_s = runner.probe_cpu_isa(exp.device).get("isa_probe_s", 0.0) if inductor else 0.0
     probed_at = time.monotonic()
     load_s, bundle_loaded = 0.0, None
@@ -66,14 +67,12 @@ def _start(request: StartRequest, entered_at: float) -> dict:
         built_at = time.monotonic()
         module, inputs = process.model.module, process.model.inputs
         preparation: dict[str, float] = {}
-        if path == "package" and exp.mode_settings.kind in RUNTIME_KINDS:
-            loaded, _ = runtimes.load(exp.mode_settings, exp.device, Path(request.artifact), len(inputs))
-            call = lambda: loaded(*inputs)  # noqa: E731
-        elif path == "package":
-            loaded = torch._inductor.aoti_load_package(request.artifact)
+        own = wrappers.implementation(exp.mode_settings)
+        if path == "package":
+            loaded, _ = own.load_package(exp.mode_settings, exp.device, Path(request.artifact), len(inputs))
             call = lambda: loaded(*inputs)  # noqa: E731
         elif path == "precompiled":
-            precompiled = wrappers.load_precompiled(module, request.artifact)
+            precompiled = own.load_precompiled(module, request.artifact)
             call = lambda: precompiled(*inputs)  # noqa: E731
         else:
             prepared = runner.prepare(process)
@@ -160,18 +159,14 @@ def build_artifact(request: ArtifactRequest) -> dict:
 
 
 def _build(request: ArtifactRequest) -> dict:
-    from . import runner, runtimes, wrappers
+    from . import runner, wrappers
 
     exp = request.exp
     with runner.measuring_process(exp) as process:
         module, inputs = process.model.module, process.model.inputs
-        options = (module, inputs, exp.mode_settings, exp.device, exp.spec.dtype, request.artifact)
+        options = (module, inputs, exp.mode_settings, exp.device, exp.spec.dtype, Path(request.artifact))
         begin = time.monotonic()
-        if exp.mode_settings.kind in RUNTIME_KINDS:  # its package: the model saved as the runtime loads it
-            runtimes.save(module, inputs, exp.mode_settings, exp.device, Path(request.artifact))
-        elif request.path == "package":
-            wrappers.build_package(*options)
-        else:
-            wrappers.precompile(*options)
+        own = wrappers.implementation(exp.mode_settings)
+        (own.save_package if request.path == "package" else own.save_precompiled)(*options)
         build_s = time.monotonic() - begin
     return {"build_s": build_s, "artifact_bytes": artifact_bytes(request.artifact)}

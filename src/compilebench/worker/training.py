@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..core import kinds
 from ..core.errors import Unsupported
 from ..core.experiment import Experiment, ModeSettings, Train
 from ..core.thresholds import FLOAT64_MULTIPLIER, TRAIN_TOL
@@ -109,7 +110,7 @@ class Trainee:
         self.optimizer_step: Callable = self.optimizer.step
         self.autograd: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
         self.whole: Callable[[], torch.Tensor] = self._step
-        if settings.kind != "compile":
+        if not kinds.of(settings).compiles_on_first_call:
             return
         kwargs = wrappers.compile_kwargs(settings)
         if settings.autograd:
@@ -126,7 +127,7 @@ class Trainee:
 
     @property
     def compiled_whole(self) -> bool:
-        return self.settings.kind == "compile" and self.settings.scope == "step"
+        return getattr(self.settings, "scope", None) == "step"  # a compile setting
 
     def _step(self) -> torch.Tensor:
         self.optimizer.zero_grad(set_to_none=True)
