@@ -113,6 +113,16 @@ def settings_schema(description: str, **properties: dict) -> dict:
     return {"type": "object", "additionalProperties": False, "description": description, "properties": properties}
 
 
+def choice(*values: str, description: str) -> dict:
+    """A setting that takes one of `values`."""
+    return {"type": "string", "enum": list(values), "description": description}
+
+
+def flag(description: str) -> dict:
+    """A setting that is true or false."""
+    return {"type": "boolean", "description": description}
+
+
 INDUCTOR_OPTIONS = {"$ref": "#/definitions/inductor_options"}
 
 RUNTIMES_INSTALL = 'pip install -e ".[runtimes]"'

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..parts import optional
-from .base import INDUCTOR_OPTIONS, Kind, ModeSettings, settings_schema
+from .base import INDUCTOR_OPTIONS, Kind, ModeSettings, choice, flag, settings_schema
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -40,20 +40,13 @@ class Compile(Kind):
     schema = settings_schema(
         "torch.compile settings",
         backend={"type": "string", "minLength": 1, "description": "a torch.compile backend (default inductor)"},
-        mode={
-            "type": "string",
-            "enum": list(COMPILE_MODES),
-            "description": f"torch.compile's mode, one of {', '.join(COMPILE_MODES)}",
-        },
+        mode=choice(*COMPILE_MODES, description=f"torch.compile's mode, one of {', '.join(COMPILE_MODES)}"),
         options=INDUCTOR_OPTIONS,
         dynamic={
             "type": ["boolean", "null"],
             "description": "torch.compile(dynamic=...): true, false or null (default false)",
         },
-        fullgraph={
-            "type": "boolean",
-            "description": "torch.compile(fullgraph=...), true or false (default measure.fullgraph)",
-        },
+        fullgraph=flag("torch.compile(fullgraph=...), true or false (default measure.fullgraph)"),
         mark_dynamic={
             "type": "array",
             "uniqueItems": True,
@@ -76,23 +69,21 @@ class Compile(Kind):
             "double underscore (model.layers), or nested (torch.compiler.nested_compile_region on the block, the "
             "whole model compiled); default false, the whole model",
         },
-        scope={
-            "type": "string",
-            "enum": ["model", "step"],
-            "description": TRAINING_ONLY + "what torch.compile wraps, model (the model; AOTAutograd compiles "
-            "forward and backward) or step (the whole step function: zero_grad, forward, loss, backward, optimizer "
-            "step); default model",
-        },
-        optimizer={
-            "type": "boolean",
-            "description": TRAINING_ONLY + "the optimizer's step compiled too (torch.compile(optimizer.step)), true "
-            "or false (default false)",
-        },
-        autograd={
-            "type": "boolean",
-            "description": TRAINING_ONLY + "the backward traced by compiled autograd "
-            "(torch._dynamo.compiled_autograd), true or false (default false)",
-        },
+        scope=choice(
+            "model",
+            "step",
+            description=TRAINING_ONLY + "what torch.compile wraps, model (the model; AOTAutograd compiles forward and "
+            "backward) or step (the whole step function: zero_grad, forward, loss, backward, optimizer step); default "
+            "model",
+        ),
+        optimizer=flag(
+            TRAINING_ONLY + "the optimizer's step compiled too (torch.compile(optimizer.step)), true or false "
+            "(default false)"
+        ),
+        autograd=flag(
+            TRAINING_ONLY + "the backward traced by compiled autograd (torch._dynamo.compiled_autograd), true or "
+            "false (default false)"
+        ),
     )
     description = "torch.compile (compiled on the first call)"
     compiles = True

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from .base import INDUCTOR_OPTIONS, Kind, ModeSettings, settings_schema
+from .base import INDUCTOR_OPTIONS, Kind, ModeSettings, flag, settings_schema
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,7 +23,7 @@ class Export(Kind):
     schema = settings_schema(
         "torch.export and AOTInductor settings",
         options=INDUCTOR_OPTIONS,
-        strict={"type": "boolean", "description": "torch.export(strict=...), true or false (default false)"},
+        strict=flag("torch.export(strict=...), true or false (default false)"),
     )
     description = "torch.export and an AOTInductor package"
     compiles = True

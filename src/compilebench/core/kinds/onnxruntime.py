@@ -6,7 +6,7 @@ import dataclasses
 from typing import ClassVar
 
 from ..parts import optional
-from .base import ModeSettings, Runtime, settings_schema
+from .base import ModeSettings, Runtime, choice, flag, settings_schema
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,22 +25,23 @@ class OnnxRuntime(Runtime):
     defaults = {"opset": None, "dynamo": True, "graph_optimization_level": "all"}
     schema = settings_schema(
         "ONNX export and ONNX Runtime settings",
-        dynamo={
-            "type": "boolean",
-            "description": "torch.onnx.export(dynamo=...): the exporter built on torch.export (true, the default) or "
-            "the TorchScript one (false)",
-        },
+        dynamo=flag(
+            "torch.onnx.export(dynamo=...): the exporter built on torch.export (true, the default) or the TorchScript "
+            "one (false)"
+        ),
         opset={
             "type": "integer",
             "minimum": 7,
             "description": "the ONNX opset to export to, an integer >= 7 (default the exporter's)",
         },
-        graph_optimization_level={
-            "type": "string",
-            "enum": ["disable", "basic", "extended", "all"],
-            "description": "the session's graph optimizations (SessionOptions.graph_optimization_level): disable, "
-            "basic, extended or all (default all)",
-        },
+        graph_optimization_level=choice(
+            "disable",
+            "basic",
+            "extended",
+            "all",
+            description="the session's graph optimizations (SessionOptions.graph_optimization_level): disable, basic, "
+            "extended or all (default all)",
+        ),
     )
     description = "ONNX Runtime (the model exported to ONNX)"
     runtime = "ONNX Runtime"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from .base import ModeSettings, Runtime, settings_schema
+from .base import ModeSettings, Runtime, choice, settings_schema
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,21 +26,19 @@ class OpenVino(Runtime):
     defaults = {"source": "torch", "precision": "f32", "hint": "LATENCY", "streams": 1}
     schema = settings_schema(
         "OpenVINO conversion and compile settings",
-        source={
-            "type": "string",
-            "enum": ["torch", "onnx"],
-            "description": "what openvino.convert_model converts: the torch model (default) or its ONNX export",
-        },
-        precision={
-            "type": "string",
-            "enum": ["f32", "bf16"],
-            "description": "the inference precision hint (INFERENCE_PRECISION_HINT): f32 (default) or bf16",
-        },
-        hint={
-            "type": "string",
-            "enum": ["LATENCY", "THROUGHPUT"],
-            "description": "the performance hint (PERFORMANCE_HINT): LATENCY (default) or THROUGHPUT",
-        },
+        source=choice(
+            "torch",
+            "onnx",
+            description="what openvino.convert_model converts: the torch model (default) or its ONNX export",
+        ),
+        precision=choice(
+            "f32", "bf16", description="the inference precision hint (INFERENCE_PRECISION_HINT): f32 (default) or bf16"
+        ),
+        hint=choice(
+            "LATENCY",
+            "THROUGHPUT",
+            description="the performance hint (PERFORMANCE_HINT): LATENCY (default) or THROUGHPUT",
+        ),
         streams={
             "type": "integer",
             "minimum": 1,
