@@ -47,7 +47,7 @@ def resolves(name: str) -> bool:
     modules = codebase.module_names()
     for cut in range(len(parts), 0, -1):
         head = ".".join(parts[:cut])
-        found = [m for m in modules if m == head or m.endswith("." + head) or m == f"{head}.__init__"]
+        found = [m for m in modules if f".{m.removesuffix('.__init__')}".endswith(f".{head}")]
         for module in found:
             target = importlib.import_module(f"compilebench.{module.removesuffix('.__init__')}")
             try:

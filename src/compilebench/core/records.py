@@ -74,7 +74,7 @@ class _Measured(ResultHeader, total=False):
     spec: dict[str, Any]  # ModelSpec.to_json: the model's settings, for telling two runs' experiments apart
     experiment: dict[str, Any]  # Experiment.to_json of what the job measured, which experiment_sha256 digests
     finished_at: str
-    environment: dict[str, Any]  # env.summary of the environment record, and `ran_on`: where this process ran
+    environment: dict[str, Any]  # `environment_probe.summary`, and `ran_on`: where this process ran
     compile_s: float  # cold: the first call, after what preparation counts (jit scripting; export and package build)
     compile_warm_s: float | None  # first call of a fresh process on the caches the cold one wrote; export: load + call
     compile_bundle_s: float | None  # a fresh process's first call from torch's portable cache artifacts alone
@@ -110,7 +110,7 @@ class _Measured(ResultHeader, total=False):
 
 
 class ProcessRecord(_Measured, total=False):
-    """What one measuring process writes (`runner.run`, in the worker): raw samples and facts, no summaries."""
+    """What one measuring process writes (`runner.measure_process`): raw samples and facts, no summaries."""
 
     twin_latency_ms: list[float]  # eager only: a second eager callable, interleaved with the first
     alone_latency_ms: list[float]  # a mode timed alone, half before and half after its interleaved phase
