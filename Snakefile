@@ -54,6 +54,6 @@ include: "rules/report.smk"
 # as an intermediate file while the tables made from it still stand.
 rule all:
     input:
-        get_final_output(),
-        get_run_results,
-        get_compile_trace_reports,
+        pipe.get_final_output(),
+        pipe.get_run_results,
+        pipe.get_compile_trace_reports,

@@ -5,7 +5,7 @@ for spec in registry.TABLES.values():
         name:
             f"{spec.name}_table"
         input:
-            **table_inputs(spec),
+            **pipe.table_inputs(spec),
         output:
             report(
                 layout.table(spec.name),
@@ -18,6 +18,6 @@ for spec in registry.TABLES.values():
         conda:
             "../envs/cpu.yaml"
         params:
-            **table_params(spec),
+            **pipe.table_params(spec, code_of("table")),
         script:
             "../scripts/table.py"

@@ -3,12 +3,12 @@ rule asset_download:
         layout.ASSET,
     log:
         "logs/assets/{asset}.log",
-    priority: PREPARATION_PRIORITY
+    priority: pipe.preparation_priority
     retries: 2
     conda:
         "../envs/cpu.yaml"
     params:
-        source=get_asset_source,
+        source=pipe.get_asset_source,
     script:
         "../scripts/asset_download.py"
 
@@ -18,11 +18,11 @@ rule weights_download:
         directory(layout.WEIGHTS),
     log:
         "logs/weights/{model}.log",
-    priority: PREPARATION_PRIORITY
+    priority: pipe.preparation_priority
     retries: 2
     conda:
         "../envs/cpu.yaml"
     params:
-        spec=get_model_spec,
+        spec=pipe.get_model_spec,
     script:
         "../scripts/weights_download.py"

@@ -1,20 +1,20 @@
 rule reference_output:
     input:
         env=layout.ENV_RECORD,
-        downloads=get_model_inputs,
+        downloads=pipe.get_model_inputs,
     output:
         layout.REFERENCE,
     log:
         "logs/reference/{hardware}/{model}.log",
-    priority: PREPARATION_PRIORITY
+    priority: pipe.preparation_priority
     conda:
-        get_conda_env
-    threads: get_job_threads
+        pipe.get_conda_env
+    threads: pipe.get_job_threads
     resources:
-        **hardware_resources(),
+        **pipe.hardware_resources(),
         benchmark_slot=1,
     params:
-        experiment=get_reference_experiment,
+        experiment=pipe.get_reference_experiment,
         code=code_of("reference_output"),
     script:
         "../scripts/reference_output.py"
@@ -27,23 +27,23 @@ rule reference_output:
 rule benchmark_cold_process:
     input:
         env=layout.ENV_RECORD,
-        reference=get_reference,
-        mode_check=get_mode_check,
-        downloads=get_model_inputs,
+        reference=pipe.get_reference,
+        mode_check=pipe.get_mode_check,
+        downloads=pipe.get_model_inputs,
     output:
         record=layout.PROCESS.replace("{process}", "1"),
         caches=temp(directory(layout.PROCESS_CACHES)),
     log:
         "logs/benchmark/{hardware}/{model}/{mode}/1.log",
-    priority: ROUNDS
+    priority: pipe.rounds
     conda:
-        get_conda_env
-    threads: get_job_threads
+        pipe.get_conda_env
+    threads: pipe.get_job_threads
     resources:
-        **hardware_resources(exclusive=True),
+        **pipe.hardware_resources(exclusive=True),
         benchmark_slot=1,
     params:
-        experiment=get_experiment,
+        experiment=pipe.get_experiment,
         process=1,
         code=code_of("benchmark_process"),
     script:
@@ -53,9 +53,9 @@ rule benchmark_cold_process:
 rule benchmark_warm_process:
     input:
         env=layout.ENV_RECORD,
-        reference=get_reference,
-        mode_check=get_mode_check,
-        downloads=get_model_inputs,
+        reference=pipe.get_reference,
+        mode_check=pipe.get_mode_check,
+        downloads=pipe.get_model_inputs,
         first=layout.PROCESS.replace("{process}", "1"),
         caches=layout.PROCESS_CACHES,
     output:
@@ -64,16 +64,16 @@ rule benchmark_warm_process:
         "logs/benchmark/{hardware}/{model}/{mode}/{process}.log",
     wildcard_constraints:
         process=LATER_PROCESS,
-    priority: get_process_priority
+    priority: pipe.get_process_priority
     conda:
-        get_conda_env
-    threads: get_job_threads
+        pipe.get_conda_env
+    threads: pipe.get_job_threads
     resources:
-        **hardware_resources(exclusive=True),
+        **pipe.hardware_resources(exclusive=True),
         benchmark_slot=1,
     params:
-        experiment=get_experiment,
-        process=get_process_number,
+        experiment=pipe.get_experiment,
+        process=pipe.get_process_number,
         code=code_of("benchmark_process"),
     script:
         "../scripts/benchmark_process.py"
@@ -84,7 +84,7 @@ rule benchmark_warm_process:
 # result, rebuilds it from them without measuring again.
 rule benchmark_run:
     input:
-        processes=get_process_records,
+        processes=pipe.get_process_records,
     output:
         layout.RUN,
     log:
@@ -94,7 +94,7 @@ rule benchmark_run:
     resources:
         benchmark_slot=1,
     params:
-        experiment=get_experiment,
+        experiment=pipe.get_experiment,
         code=code_of("benchmark_result"),
     script:
         "../scripts/benchmark_result.py"
@@ -105,22 +105,22 @@ rule benchmark_run:
 rule starts_run:
     input:
         env=layout.ENV_RECORD,
-        reference=get_reference,
-        mode_check=get_mode_check,
-        downloads=get_model_inputs,
+        reference=pipe.get_reference,
+        mode_check=pipe.get_mode_check,
+        downloads=pipe.get_model_inputs,
     output:
         layout.STARTS,
     log:
         "logs/starts/{hardware}/{model}/{mode}.log",
     conda:
-        get_conda_env
-    threads: get_job_threads
+        pipe.get_conda_env
+    threads: pipe.get_job_threads
     resources:
-        **hardware_resources(exclusive=True),
+        **pipe.hardware_resources(exclusive=True),
         benchmark_slot=1,
     params:
-        experiment=get_experiment,
-        starts=get_starts_plan,
+        experiment=pipe.get_experiment,
+        starts=pipe.get_starts_plan,
         code=code_of("starts_process"),
     script:
         "../scripts/starts_process.py"

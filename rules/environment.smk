@@ -1,18 +1,18 @@
 rule python_env:
     input:
-        requirements=get_python_env_requirements,
+        requirements=pipe.get_python_env_requirements,
     output:
         venv=directory(layout.PYTHON_ENV),
         record=layout.PYTHON_ENV_RECORD,
     log:
         "logs/python_envs/{python_env}.log",
-    priority: PREPARATION_PRIORITY
+    priority: pipe.preparation_priority
     conda:
         "../envs/cpu.yaml"
     resources:
         benchmark_slot=1,  # pip unpacking torch would skew a measurement running beside it
     params:
-        requirements=get_python_env_requirements_path,
+        requirements=pipe.get_python_env_requirements_path,
         code=code_of("python_env"),
     script:
         "../scripts/python_env.py"
@@ -21,22 +21,22 @@ rule python_env:
 # A checkpoint: on a cluster, whether an optional GPU entry has a GPU is known on its node only.
 checkpoint environment_record:
     input:
-        python_env=get_python_env_record,
+        python_env=pipe.get_python_env_record,
     output:
         layout.ENV_RECORD,
     log:
         "logs/environment/{hardware}.log",
-    priority: PREPARATION_PRIORITY
+    priority: pipe.preparation_priority
     conda:
-        get_conda_env
-    threads: get_job_threads
+        pipe.get_conda_env
+    threads: pipe.get_job_threads
     resources:
-        **hardware_resources(),
+        **pipe.hardware_resources(),
         benchmark_slot=1,
     params:
-        entry=get_hardware_settings,
-        skip_if_absent=get_skip_if_absent,
-        deciding_host=get_deciding_host,
+        entry=pipe.get_hardware_settings,
+        skip_if_absent=pipe.get_skip_if_absent,
+        deciding_host=pipe.get_deciding_host,
         code=code_of("environment_record"),
     script:
         "../scripts/environment_record.py"
@@ -44,21 +44,21 @@ checkpoint environment_record:
 
 rule mode_check:
     input:
-        python_env=get_python_env_record,
+        python_env=pipe.get_python_env_record,
     output:
         layout.MODE_CHECK,
     log:
         "logs/modes/{hardware}/{mode}.log",
-    priority: PREPARATION_PRIORITY
+    priority: pipe.preparation_priority
     conda:
-        get_conda_env
+        pipe.get_conda_env
     resources:
-        **hardware_resources(),
+        **pipe.hardware_resources(),
         benchmark_slot=1,
     params:
-        settings=get_mode_check_settings,
+        settings=pipe.get_mode_check_settings,
         models={},
-        entry=get_hardware_settings,
+        entry=pipe.get_hardware_settings,
         code=code_of("mode_check"),
     script:
         "../scripts/mode_check.py"
@@ -67,21 +67,21 @@ rule mode_check:
 # A regional mode's stack, found in each model that runs it before any is measured: a job per model.
 rule region_check:
     input:
-        python_env=get_python_env_record,
+        python_env=pipe.get_python_env_record,
     output:
         layout.REGION_CHECK,
     log:
         "logs/modes/{hardware}/{mode}/{model}.log",
-    priority: PREPARATION_PRIORITY
+    priority: pipe.preparation_priority
     conda:
-        get_conda_env
+        pipe.get_conda_env
     resources:
-        **hardware_resources(),
+        **pipe.hardware_resources(),
         benchmark_slot=1,
     params:
-        settings=get_mode_check_settings,
-        models=get_region_check_model,
-        entry=get_hardware_settings,
+        settings=pipe.get_mode_check_settings,
+        models=pipe.get_region_check_model,
+        entry=pipe.get_hardware_settings,
         code=code_of("mode_check"),
     script:
         "../scripts/mode_check.py"

@@ -2,7 +2,7 @@ rule figures:
     input:
         **{name: layout.table(name) for name in layout.FIGURE_TABLES},
     output:
-        **figure_outputs("svg", in_report=True),
+        **figure_outputs("svg", mark=report),
         **figure_outputs("png"),
         manifest=layout.FIGURE_MANIFEST,
     log:
@@ -17,8 +17,8 @@ rule figures:
 
 rule paper_html:
     input:
-        unpack(get_paper_inputs),
-        figures=expand(layout.FIGURE, figure=layout.FIGURE_NAMES, ext="svg"),
+        unpack(pipe.get_paper_inputs),
+        figures=expand(layout.FIGURE, figure=figure_catalog.NAMES, ext="svg"),
         figure_manifest=layout.FIGURE_MANIFEST,
     output:
         report(
@@ -31,8 +31,8 @@ rule paper_html:
     conda:
         "../envs/cpu.yaml"
     params:
-        config=get_config_as_run(),
-        command=get_command_line(),
+        config=pipe.get_config_as_run(),
+        command=pipe.get_command_line(),
         code=code_of("paper"),
     script:
         "../scripts/paper.py"
@@ -40,8 +40,8 @@ rule paper_html:
 
 rule paper_pdf:
     input:
-        unpack(get_paper_inputs),
-        figures=expand(layout.FIGURE, figure=layout.FIGURE_NAMES, ext="png"),
+        unpack(pipe.get_paper_inputs),
+        figures=expand(layout.FIGURE, figure=figure_catalog.NAMES, ext="png"),
         figure_manifest=layout.FIGURE_MANIFEST,
     output:
         report(
@@ -54,8 +54,8 @@ rule paper_pdf:
     conda:
         "../envs/cpu.yaml"
     params:
-        config=get_config_as_run(),
-        command=get_command_line(),
+        config=pipe.get_config_as_run(),
+        command=pipe.get_command_line(),
         code=code_of("paper"),
     script:
         "../scripts/paper.py"
@@ -86,8 +86,8 @@ rule compile_trace_report:
 # run again adds nothing, so a rerun that measured nothing adds no point.
 rule history_add:
     input:
-        papers=get_papers(),
-        results=get_run_results,
+        papers=pipe.get_papers(),
+        results=pipe.get_run_results,
     output:
         layout.HISTORY_ADDED,
     log:
