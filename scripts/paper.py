@@ -15,7 +15,6 @@ with logging_to(snakemake.log[0]):
         tables,
         inputs.figures,
         inputs.figure_manifest,
-        inputs.captions,
         inputs.env,
         snakemake.params.config,
         snakemake.params.command,

@@ -21,13 +21,13 @@ from synthetic import (
 
 from compilebench.configuration import config as configuration
 from compilebench.core.files import read_json, read_results, write_json
-from compilebench.core.layout import FIGURE_SECTIONS, FIGURE_TABLES
+from compilebench.core.layout import FIGURE_TABLES
 from compilebench.report import figures, findings, paper, rows, speedup_tables, start_tables, tables
+from compilebench.report.figure_catalog import SECTIONS as FIGURE_SECTIONS
 from compilebench.report.registry import table_names
 from compilebench.report.standalone import write_tables
 
 REPORT = ROOT / "report"
-CAPTIONS = sorted((REPORT / "captions").glob("*.rst"))
 
 
 def validated(**overrides) -> dict:
@@ -80,7 +80,7 @@ def paper_inputs(tmp_path, monkeypatch):
 
 def render(tabs, figs, envs, config) -> str:
     return paper.render_html(
-        paper.context(tabs, figs, figs[0].parent / "figures.json", CAPTIONS, envs, config, "snakemake --cores 4"),
+        paper.context(tabs, figs, figs[0].parent / "figures.json", envs, config, "snakemake --cores 4"),
         REPORT / "paper.html.j2",
         REPORT / "paper.css",
     )
@@ -189,7 +189,6 @@ def test_every_table_of_the_pdf_fits_the_page_and_the_correctness_table_one_page
         {n: tabs[n] for n in table_names(paper_only=True)},
         [],
         tmp_path / "figures.json",
-        CAPTIONS,
         [],
         config,
         "snakemake --cores 4",
@@ -485,7 +484,7 @@ def test_a_run_the_size_of_the_default_one_has_a_body_of_at_most_eight_pages(pap
     figures.render_all(drawn, lambda name: [folder / f"{name}.png"], folder / "figures.json")
     tabs = {name: written[name] for name in table_names(paper_only=True)}
     pngs = sorted(folder.glob("*.png"))
-    context = paper.context(tabs, pngs, folder / "figures.json", CAPTIONS, envs, validated(), "snakemake --cores 4")
+    context = paper.context(tabs, pngs, folder / "figures.json", envs, validated(), "snakemake --cores 4")
     pdf = folder / "paper.pdf"
     paper.write(context, pdf, REPORT / "paper.html.j2", REPORT / "paper.css")
     assert pagefit.page_of(pdf, "Appendix", "A.") - 1 <= 8

@@ -65,9 +65,8 @@ def streamed(tmp_path_factory):
     manifest = folder / "figures.json"  # a run of streams alone has no speedups to draw elsewhere, and says so
     figures.render_all(drawn, lambda name: [folder / f"{name}.svg"], manifest)
     paper_tables = {name: tabs[name] for name in table_names(paper_only=True)}
-    captions = sorted((ROOT / "report" / "captions").glob("*.rst"))
     svgs = sorted(folder.glob("*.svg"))
-    context = paper.context(paper_tables, svgs, manifest, captions, [], config, "snakemake --cores 4")
+    context = paper.context(paper_tables, svgs, manifest, [], config, "snakemake --cores 4")
     html = paper.render_html(context, ROOT / "report" / "paper.html.j2", ROOT / "report" / "paper.css")
     return results, tabs, html
 

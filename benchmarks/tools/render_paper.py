@@ -15,8 +15,8 @@ from pathlib import Path
 
 from compilebench.configuration import config as configuration
 from compilebench.core import layout
-from compilebench.core.layout import FIGURE_NAMES
 from compilebench.report import registry
+from compilebench.report.figure_catalog import NAMES as FIGURE_NAMES
 from compilebench.report.standalone import write_paper
 
 

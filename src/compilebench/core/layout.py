@@ -59,26 +59,8 @@ FIGURE_TABLES = (
     "training",
 )
 
-# Every figure of the paper, in the order a reader meets it (its number), with the section of the paper that shows
-# it; figures.FIGURES draws them. The figures rule also writes FIGURE_MANIFEST: which figures had something to show.
-FIGURE_SECTIONS = {
-    "latency": "answer",
-    "memory": "results",
-    "generation": "results",
-    "hardware": "results",
-    "scaling": "scaling",
-    "streams": "streams",
-    "pay_off": "pay-off",
-    "starts": "starts",
-    "compile_depth": "compile-depth",
-    "comparison": "comparison",
-    "training": "training",
-    "distributions": "appendix",
-    "compile_phases": "appendix",
-    "speedup_heatmap": "appendix",
-    "compile_cost": "appendix",
-}
-FIGURE_NAMES = tuple(FIGURE_SECTIONS)
+# Every figure is declared in `report.figure_catalog`. The figures rule also writes FIGURE_MANIFEST: which figures
+# had something to show.
 FIGURE_MANIFEST = str(FIGURES_DIR / "figures.json")
 
 

@@ -16,9 +16,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from ..core.layout import FIGURE_NAMES, FIGURE_SECTIONS  # noqa: E402
 from ..core.modes import MODE_NAMES, label, ordered  # noqa: E402
 from ..core.records import COMPILE_PHASES, START_PARTS  # noqa: E402
+from .figure_catalog import NAMES as FIGURE_NAMES  # noqa: E402
+from .figure_catalog import SECTIONS as FIGURE_SECTIONS  # noqa: E402
 from .start_tables import deployed_peaks  # noqa: E402
 from .tables import inference_only  # noqa: E402
 
@@ -609,7 +610,7 @@ FIGURES: dict[str, Callable[[Tables], plt.Figure | str]] = {
 }
 
 
-assert tuple(FIGURES) == FIGURE_NAMES, "layout.FIGURE_SECTIONS must list FIGURES in order"
+assert tuple(FIGURES) == FIGURE_NAMES, "figure_catalog.FIGURES must declare FIGURES in order"
 
 
 def load_tables(*paths: str | Path) -> Tables:

@@ -47,14 +47,13 @@ def write_paper(
     figures.render_all(drawn, lambda name: [figure_dir / f"{name}.svg", figure_dir / f"{name}.png"], manifest)
     seconds["figures"] = time.perf_counter() - begin
     paper_tables = {name: table_paths[name] for name in table_names(paper_only=True)}
-    captions = sorted((report_dir / "captions").glob("*.rst"))
     template, css = report_dir / "paper.html.j2", report_dir / "paper.css"
     for fmt, images in (("html", "svg"), ("pdf", "png")):
         if fmt == "pdf" and not pdf:
             continue
         begin = time.perf_counter()
         shown = sorted(figure_dir.glob(f"*.{images}"))
-        ctx = paper.context(paper_tables, shown, manifest, captions, env_paths, config, command)
+        ctx = paper.context(paper_tables, shown, manifest, env_paths, config, command)
         paper.write(ctx, out_dir / f"paper.{fmt}", template, css)
         seconds[fmt] = time.perf_counter() - begin
     return seconds
