@@ -47,10 +47,14 @@ def environment_record(hardware):
     return checkpoints.environment_record.get(hardware=hardware).output[0]
 
 
+RUNS_HERE = workflow.local_exec and not workflow.remote_exec
+# A cluster defines no total of cores (asking for one stops the workflow): each job's node decides there.
+CORES = workflow.cores if RUNS_HERE else 1
+
 pipe = Workflow(
     config,
-    runs_here=workflow.local_exec and not workflow.remote_exec,
-    cores=workflow.cores,
+    runs_here=RUNS_HERE,
+    cores=CORES,
     basedir=Path(workflow.basedir),
     configfiles=list(workflow.overwrite_configfiles),
     environment_record=environment_record,
