@@ -31,6 +31,7 @@ from .schema import (
     check_torchao,
     check_training,
     check_wildcard_names,
+    complete_sources,
     config_name,
     describe,
     load_schema,
@@ -62,6 +63,7 @@ def validate(config: dict) -> dict:
                 f"Config key `models.{name}.stream` and `models.{name}.sweep` are both set: expected one of the two "
                 "(a stream varies its axis within one process; a sweep measures each value as its own experiment)."
             )
+    complete_sources(config["models"])
     check_training(config)
     config["models"] = expand_training(expand_streams(expand_sweeps(config["models"])))
     check_wildcard_names(config)

@@ -84,7 +84,10 @@ def load_schema() -> dict:
     for name in kinds.names():
         if (block := kinds.get(name).schema) is not None:
             definition[name] = block
-    source = schema["properties"]["models"]["additionalProperties"]["properties"]["source"]
+    entry = schema["properties"]["models"]["additionalProperties"]["properties"]
+    for name in sources.names():
+        entry.update(sources.get(name).schema)
+    source = entry["source"]
     source["enum"] = list(sources.names())
     source["description"] = "; ".join(f"{name}: {sources.get(name).description}" for name in sources.names())
     return schema
@@ -201,10 +204,14 @@ def check_wildcard_names(config: dict) -> None:
 
 
 TEXT_TASKS = ("text-classification", "fill-mask", "text-generation")
+INPUT_AXES = ("batch_size", "seq_len", "image_size")
 
 
 def input_axes(entry: dict) -> tuple[str, ...]:
-    """The axes a model's input has: a batch, and an image's size or a text's sequence."""
+    """The axes a model's input has: its source's, else a batch, and an image's size or a text's sequence."""
+    source = sources.REGISTRY.find(entry.get("source"))
+    if source is not None and source.input_axes is not None:
+        return source.input_axes
     return ("batch_size", "seq_len") if entry.get("task") in TEXT_TASKS else ("batch_size", "image_size")
 
 
@@ -227,13 +234,16 @@ def check_dynamic_axes(name: str, entry: dict, config: dict) -> None:
 def sweep_axis_missing(entry: dict, key: str) -> str | None:
     """Why model `entry` has no input axis that sweep key `key` would change, or None when it has one."""
     task = entry.get("task", "image-classification")
+    source = sources.REGISTRY.find(entry.get("source"))
+    if key in INPUT_AXES and key not in input_axes(entry) and source is not None and source.input_axes is not None:
+        reached = ", ".join(source.input_axes)
+        return f"a {source.name} model's input is its own; of the input axes only {reached} reaches it"
     if key == "seq_len" and task not in TEXT_TASKS:
         return f"a {task} model has no sequence axis"
     if key == "seq_len" and entry.get("prompt"):
         return "its `prompt` sets the sequence, whatever seq_len says"
     if key == "image_size" and task != "image-classification":
         return f"a {task} model takes no image"
-    source = sources.REGISTRY.find(entry.get("source"))
     if key == "image_size" and source is not None and source.image_size_from_config:
         return f"a {source.name} vision model takes its image size from `config.image_size`"
     if key == "new_tokens" and task != "text-generation":
@@ -362,6 +372,12 @@ def check_model(name: str, model: dict, assets: dict) -> None:
         _check_image(f"{key}.image", model["image"])
     _check_context(key, model)
     source = sources.get(model["source"])
+    foreign = [k for k in model if k not in source.schema and any(k in other.schema for other in _sources())]
+    if foreign:
+        raise ConfigError(
+            f"Config key `{key}.{foreign[0]}` does not apply to a model of source {source.name}: expected it only "
+            f"with the source that reads it ({', '.join(s.name for s in _sources() if foreign[0] in s.schema)})."
+        )
     if model["task"] not in source.tasks:
         raise ConfigError(
             f"Config key `{key}.task` is {model['task']!r}, but {source.name} models here are "
@@ -377,6 +393,21 @@ def check_model(name: str, model: dict, assets: dict) -> None:
                     f"Config key `{key}.{field}` is missing: pretrained transformers weights need "
                     "`hub_id` and a pinned `revision` so that a rerun loads the same weights."
                 )
+
+
+def _sources() -> list:
+    return [sources.get(name) for name in sources.names()]
+
+
+def complete_sources(models: dict) -> None:
+    """Each model entry checked and completed by its source (`Source.complete`); every entry then names its
+    `arch`."""
+    for name, entry in models.items():
+        sources.get(entry["source"]).complete(name, entry)
+        if "arch" not in entry:
+            raise ConfigError(
+                f"Config key `models.{name}.arch` is missing: expected {sources.get(entry['source']).description}."
+            )
 
 
 def _check_image(key: str, path: str) -> None:

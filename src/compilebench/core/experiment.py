@@ -95,6 +95,11 @@ class ModelSpec(Part):
     stream_of: str | None = _optional()
     train: Train | None = _optional(Train)
     train_of: str | None = _optional()
+    file: str | None = _optional()  # source python: the user's file, its content's hash, the callables in it
+    file_sha256: str | None = _optional()
+    factory: str | None = _optional()
+    inputs: str | None = _optional()
+    input: dict[str, Any] | None = _optional()
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,16 @@ class Source:
     image_size_from_config: ClassVar[bool] = False  # a vision model takes its image side from its own config
     built_from_config: ClassVar[bool] = False  # random weights are built from `config` (its depth can be swept)
     pretrained_from_hub: ClassVar[bool] = False  # pretrained weights come from a hub: `hub_id` and `revision`
+    # The input axes a config may sweep or mark dynamic; None: by task (a batch, and an image's side or a sequence).
+    input_axes: ClassVar[tuple[str, ...] | None] = None
+    # The model entry's keys of this source alone, as JSON schema properties (`models.NAME.<key>`).
+    schema: ClassVar[dict[str, dict]] = {}
     # The worker module that builds it; None: `compilebench.worker.sources.<name>`.
     implementation: ClassVar[str | None] = None
+
+    def complete(self, name: str, entry: dict) -> None:
+        """Check what a schema cannot of the model entry `name` of this source, and fill in what follows from it
+        (before sweeps and streams copy the entry)."""
 
     def check_weights(self, key: str, weights: str) -> None:
         """Refuse, naming `key`, a weights path that does not hold what the source loads: a state dict saved with

@@ -1,0 +1,103 @@
+"""`source: python`, a model of the user's own: checked without running it, fingerprinted by its file's content,
+built and measured from the user's factory and inputs, and failing as data where the user's code fails."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import FAST_MEASURE, ROOT, measured
+
+from compilebench.configuration import config as configuration
+from compilebench.configuration.yaml_files import read_yaml
+from compilebench.core.errors import ConfigError
+from compilebench.parent import jobs
+
+EXAMPLE = ROOT / "examples" / "own_model.py"
+
+
+def own(tmp_path: Path, source: str | None = None, **entry) -> dict:
+    """A config with one model of source python, its file a copy of the shipped example (or `source`)."""
+    file = tmp_path / "model.py"
+    file.write_text(source if source is not None else EXAMPLE.read_text())
+    model = {"source": "python", "file": str(file), "factory": "build_model", "inputs": "example_inputs", **entry}
+    return {
+        "modes": ["eager", "compile-default"],
+        "measure": dict(FAST_MEASURE),
+        "models": {"mine": {k: v for k, v in model.items() if v is not None}},
+        "hardware": {"cpu": {"device": "cpu"}},
+    }
+
+
+def experiment(raw: dict, mode: str = "eager"):
+    return configuration.experiment(configuration.validate(raw), "mine", mode, "cpu")
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        ({"file": "no/such/model.py"}, "`models.mine.file` names 'no/such/model.py', which is not a file"),
+        ({"factory": "build"}, "`models.mine.factory` is 'build', which"),
+        ({"inputs": "make_inputs"}, "`models.mine.inputs` is 'make_inputs', which"),
+        ({"input": {"shape": [64]}}, "gives both `inputs` and `input`"),
+        ({"inputs": None}, "gives no input"),
+        ({"factory": None}, "`models.mine.factory` is missing"),
+    ],
+)
+def test_a_python_model_that_cannot_be_built_is_named_at_check_without_running_it(tmp_path, entry, said):
+    with pytest.raises(ConfigError, match=said.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        experiment(own(tmp_path, **entry))
+
+
+def test_a_python_models_keys_are_refused_on_another_source(tmp_path):
+    raw = own(tmp_path)
+    raw["models"]["other"] = {"source": "torchvision", "arch": "resnet18", "factory": "build_model"}
+    with pytest.raises(ConfigError, match=r"`models\.other\.factory` does not apply to a model of source torchvision"):
+        configuration.validate(raw)
+
+
+def test_editing_the_models_file_measures_it_again_and_editing_another_file_does_not(tmp_path):
+    before = experiment(own(tmp_path)).digest()
+    (tmp_path / "elsewhere.py").write_text("x = 1\n")
+    assert experiment(own(tmp_path)).digest() == before
+    edited = EXAMPLE.read_text().replace("nn.GELU()", "nn.ReLU()")
+    after = experiment(own(tmp_path, edited))
+    assert after.digest() != before and after.spec.arch == "build_model" and len(after.spec.file_sha256) == 64
+
+
+@pytest.mark.slow
+def test_the_shipped_example_is_measured_in_a_worker_and_compiled(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    raw = read_yaml(ROOT / "config" / "experiments" / "own_model.yaml")
+    raw["measure"] = dict(FAST_MEASURE)
+    config = configuration.validate(raw)
+    exp = configuration.experiment(config, "own-classifier", "compile-default", "cpu")
+    reference = tmp_path / "reference.pt"
+    assert jobs.reference_job(exp.reference(), reference) is None
+    record = jobs.process_job(exp, tmp_path / "1.json", 1, tmp_path / "caches", reference=reference)
+    assert record["status"] == "ok", record.get("error")
+    assert record["compiler"]["graphs"] >= 1 and record["correctness"]["passed"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        ("def build_model():\n    raise RuntimeError('no weights here')\n", "raised RuntimeError: no weights here"),
+        ("def build_model():\n    return 42\n", "returned a int: expected a torch.nn.Module"),
+        ("import no_such_package\ndef build_model():\n    pass\n", "raised ModuleNotFoundError when imported"),
+    ],
+)
+def test_a_factory_that_raises_or_returns_no_module_is_a_failed_result_quoting_it(tmp_path, source, said):
+    result = measured(experiment(own(tmp_path, source, inputs=None, input={"shape": [8]})))
+    assert result["status"] == "failed" and said in result["error"]["message"]
+    assert "models.mine" in result["error"]["message"]
+
+
+@pytest.mark.slow
+def test_an_input_shape_and_dtype_stand_in_for_an_inputs_callable(tmp_path):
+    source = "import torch\ndef build_model():\n    return torch.nn.Embedding(100, 8)\n"
+    result = measured(experiment(own(tmp_path, source, inputs=None, input={"shape": [5], "dtype": "int64"})))
+    assert result["status"] == "ok", result.get("error")
