@@ -101,3 +101,34 @@ def test_an_input_shape_and_dtype_stand_in_for_an_inputs_callable(tmp_path):
     source = "import torch\ndef build_model():\n    return torch.nn.Embedding(100, 8)\n"
     result = measured(experiment(own(tmp_path, source, inputs=None, input={"shape": [5], "dtype": "int64"})))
     assert result["status"] == "ok", result.get("error")
+
+
+def timm_config(**entry) -> dict:
+    model = {"source": "timm", "arch": "test_resnet", "batch_size": 2, **entry}
+    return {"modes": ["eager"], "measure": dict(FAST_MEASURE), "models": {"small": model}}
+
+
+def test_a_timm_name_timm_does_not_list_is_named_at_check_with_the_closest_ones():
+    pytest.importorskip("timm")
+    with pytest.raises(ConfigError, match=r"`models\.small\.arch` is 'test_resnett'.*did you mean test_resnet"):
+        configuration.validate(timm_config(arch="test_resnett"))
+
+
+def test_a_timm_model_takes_its_image_size_from_its_own_config():
+    raw = timm_config(sweep={"image_size": [64, 96]})
+    with pytest.raises(ConfigError, match=r"takes its image size from `config\.img_size`"):
+        configuration.validate(raw)
+
+
+@pytest.mark.slow
+def test_a_timm_test_model_is_built_offline_at_the_size_it_declares_and_measured():
+    pytest.importorskip("timm")
+    exp = configuration.experiment(configuration.validate(timm_config()), "small", "eager", "cpu")
+    result = measured(exp)
+    assert result["status"] == "ok", result.get("error")
+    assert result["correctness"]["passed"] and result["stats"]["median_ms"] > 0
+
+    from compilebench.worker import models
+
+    built = models.build("small", exp.spec, 0, "cpu")
+    assert built.inputs[0].shape == (2, 3, 160, 160)  # test_resnet declares 160 x 160

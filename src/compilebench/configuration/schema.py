@@ -245,7 +245,7 @@ def sweep_axis_missing(entry: dict, key: str) -> str | None:
     if key == "image_size" and task != "image-classification":
         return f"a {task} model takes no image"
     if key == "image_size" and source is not None and source.image_size_from_config:
-        return f"a {source.name} vision model takes its image size from `config.image_size`"
+        return f"a {source.name} vision model takes its image size from `{source.image_size_key}`"
     if key == "new_tokens" and task != "text-generation":
         return f"a {task} model generates no tokens"
     from_config = source is not None and source.built_from_config and entry.get("weights", "random") == "random"

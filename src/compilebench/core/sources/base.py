@@ -29,6 +29,8 @@ class Source:
     # Its architecture is known without reading a checkpoint (an estimate or a regional compile's stack).
     arch_without_weights: ClassVar[bool] = True
     image_size_from_config: ClassVar[bool] = False  # a vision model takes its image side from its own config
+    image_size_key: ClassVar[str] = "config.image_size"  # ... from this key of the model entry
+    install: ClassVar[str | None] = None  # how to install the library it builds with, where it is an extra
     built_from_config: ClassVar[bool] = False  # random weights are built from `config` (its depth can be swept)
     pretrained_from_hub: ClassVar[bool] = False  # pretrained weights come from a hub: `hub_id` and `revision`
     # The input axes a config may sweep or mark dynamic; None: by task (a batch, and an image's side or a sequence).

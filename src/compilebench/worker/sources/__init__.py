@@ -6,9 +6,9 @@ from __future__ import annotations
 from types import ModuleType
 
 from ...core import plugins, sources
-from . import python, torchvision, transformers
+from . import python, timm, torchvision, transformers
 
-BUILT_IN = plugins.by_name(torchvision, transformers, python)
+BUILT_IN = plugins.by_name(torchvision, transformers, timm, python)
 
 
 def of(spec) -> ModuleType:
