@@ -331,6 +331,7 @@ class Workflow:
             "foreign": self.get_foreign_results,
             "start_identities": self.get_start_identities,
             "downstream": self.get_papers(),  # naming a history store in the config reruns no table
+            "command": self.get_command_line(),
         }
         return {
             "table": spec.name,

@@ -23,6 +23,7 @@ from . import (
     speedup_tables,
     start_tables,
     stream_tables,
+    suite_tables,
     tables,
     training_tables,
 )
@@ -395,3 +396,31 @@ def _runtimes(src: Sources) -> pd.DataFrame:
     return runtime_tables.runtimes(
         src.results, src.table("speedups"), src.params["threshold"], src.table("start_paths")
     )
+
+
+@table(
+    "suite_models",
+    reads=("runs", "speedups"),
+    params=("command",),
+    caption="""The run as a suite, one row per model × mode (eager's rows left out, training steps too): its status,
+    whether it passed (it ran and its output passed the accuracy rule) and, where not, why (``cause``: build, the
+    model failed in eager too; compile, the mode failed or could not apply; timeout; accuracy; unchecked), its
+    speedup with its 95% interval and verdict, its cold compile, graph breaks, eager's peak memory over the mode's
+    (``memory_ratio``), and the one command that measures that experiment alone.""",
+)
+def _suite_models(src: Sources) -> pd.DataFrame:
+    return suite_tables.suite_models(src.runs, src.table("speedups"), src.params.get("command", "snakemake --cores 4"))
+
+
+@table(
+    "suite",
+    reads=("suite_models",),
+    caption="""The run as a suite, per hardware × mode: models, how many passed and the pass rate, failures by
+    cause, the geometric-mean speedup over the passing models with a 95% interval that resamples the models and
+    carries each model's own interval (``geomean_ci95_low``, ``geomean_ci95_high``), the same with every slowdown
+    counted as 1.0 (``geomean_speedup_clipped``, as PyTorch's dashboard reports it), how many passing models were
+    faster, the same, slower or unclear, the cold compile's median and 90th percentile, graph breaks (in all, and
+    models with any) and the median of eager's peak memory over the mode's.""",
+)
+def _suite(src: Sources) -> pd.DataFrame:
+    return suite_tables.suite(src.table("suite_models"))

@@ -1,0 +1,72 @@
+"""A run as a suite: pass rate, failures by cause and the geometric-mean speedup with an interval, on known values."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from compilebench.analysis import stats
+from compilebench.report import suite_tables
+
+
+def test_the_suite_geomean_interval_resamples_the_models():
+    value, low, high = stats.population_geomean([2.0, 0.5], [2.0, 0.5], [2.0, 0.5])
+    assert value == pytest.approx(1.0) and low == pytest.approx(0.5) and high == pytest.approx(2.0)
+
+
+def test_the_suite_geomean_interval_carries_each_models_own_uncertainty():
+    value, low, high = stats.population_geomean([1.2], [1.1], [1.3], resamples=20000)
+    assert value == pytest.approx(1.2) and low == pytest.approx(1.1, rel=0.02) and high == pytest.approx(1.3, rel=0.02)
+    exact = stats.population_geomean([1.2, 1.2, 1.2], [1.2] * 3, [1.2] * 3)
+    assert exact == pytest.approx((1.2, 1.2, 1.2))
+    assert all(math.isnan(x) for x in stats.population_geomean([], [], []))
+
+
+def run(model, mode, status="ok", speedup=None, low=None, high=None, correct=True, **more) -> dict:
+    row = {"hardware": "cpu", "model": model, "mode": mode, "status": status, "speedup": speedup,
+           "speedup_ci95_low": low, "speedup_ci95_high": high, "correct": correct, "compile_s": 10.0,
+           "graph_breaks": 0, "peak_memory_bytes": 100.0, "error": None, "train_of": None}  # fmt: skip
+    return {**row, **more}
+
+
+def known_suite() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Six models: one faster, one slower, one the mode cannot compile, one that fails in eager too, one whose
+    output fails the accuracy rule, one out of time."""
+    runs = pd.DataFrame([
+        *(run(m, "eager") for m in ("fast", "slow", "nocompile", "accurate", "late")),
+        run("broken", "eager", "failed", correct=None, error="RuntimeError: shapes"),
+        run("fast", "compile-default", speedup=1.5, low=1.4, high=1.6, compile_s=5.0, peak_memory_bytes=50.0),
+        run("slow", "compile-default", speedup=0.8, low=0.75, high=0.85, compile_s=20.0, graph_breaks=2),
+        run("nocompile", "compile-default", "failed", correct=None, error="BackendCompilerFailed: inductor"),
+        run("broken", "compile-default", "failed", correct=None, error="RuntimeError: shapes"),
+        run("accurate", "compile-default", speedup=1.1, low=1.0, high=1.2, correct=False),
+        run("late", "compile-default", "timeout", correct=None),
+    ])  # fmt: skip
+    verdicts = {"fast": "faster", "slow": "slower", "accurate": "same"}
+    speedups = pd.DataFrame(
+        [{"hardware": "cpu", "model": m, "mode": "compile-default", "against_noise": v} for m, v in verdicts.items()]
+    )
+    return runs, speedups
+
+
+def test_pass_rate_failures_by_cause_and_the_geomean_of_a_known_suite():
+    models = suite_tables.suite_models(*known_suite(), command="snakemake --cores 4 --configfile suite.yaml")
+    causes = {
+        model: cause if isinstance(cause, str) else None for model, cause in zip(models["model"], models["cause"])
+    }
+    assert causes == {"fast": None, "slow": None, "nocompile": "compile", "broken": "build", "accurate": "accuracy",
+                      "late": "timeout"}  # fmt: skip
+    fast = models.set_index("model").loc["fast"]
+    assert fast["memory_ratio"] == 2.0 and fast["verdict"] == "faster"
+    assert fast["command"] == "snakemake --cores 4 --configfile suite.yaml results/runs/cpu/fast/compile-default.json"
+    (row,) = suite_tables.suite(models).to_dict("records")
+    assert (row["models"], row["passed"], row["pass_rate"]) == (6, 2, pytest.approx(1 / 3))
+    assert [row[f"failed_{c}"] for c in suite_tables.CAUSES] == [1, 1, 1, 1, 0]
+    assert row["geomean_speedup"] == pytest.approx(math.sqrt(1.5 * 0.8))
+    assert row["geomean_ci95_low"] < 0.85 and row["geomean_ci95_high"] > 1.4  # two models: either may be drawn twice
+    assert row["geomean_speedup_clipped"] == pytest.approx(math.sqrt(1.5))  # the slowdown counted as 1.0
+    assert (row["faster"], row["same"], row["slower"], row["unclear"]) == (1, 0, 1, 0)
+    assert (row["graph_breaks"], row["models_with_graph_breaks"]) == (2, 1)
+    assert row["compile_s_median"] == 10.0 and row["compile_s_p90"] == pytest.approx(18.0)  # of the three that ran
