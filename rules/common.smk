@@ -47,14 +47,15 @@ def environment_record(hardware):
     return checkpoints.environment_record.get(hardware=hardware).output[0]
 
 
-RUNS_HERE = workflow.local_exec and not workflow.remote_exec
-# A cluster defines no total of cores (asking for one stops the workflow): each job's node decides there.
-CORES = workflow.cores if RUNS_HERE else 1
+def runs_here():
+    """Jobs run on this machine, not through a cluster executor: known once Snakemake runs, not while it reads."""
+    return workflow.local_exec and not workflow.remote_exec
+
 
 pipe = Workflow(
     config,
-    runs_here=RUNS_HERE,
-    cores=CORES,
+    where=runs_here,
+    cores_given=lambda: workflow.cores,  # read only where jobs run here: a cluster has no total
     basedir=Path(workflow.basedir),
     configfiles=list(workflow.overwrite_configfiles),
     environment_record=environment_record,

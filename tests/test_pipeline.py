@@ -30,7 +30,7 @@ def test_an_optional_gpu_entry_runs_only_where_a_gpu_is_here_or_its_node_said_so
     assert workflow(raw, gpu_visible=lambda: True).active_hardware() == ["cpu", "gpu"]
     record = tmp_path / "gpu.json"
     record.write_text(json.dumps({"status": "skipped"}))
-    on_cluster = workflow(raw, runs_here=False, environment_record=lambda name: str(record))
+    on_cluster = workflow(raw, where=False, environment_record=lambda name: str(record))
     assert on_cluster.active_hardware() == ["cpu"]
     record.write_text(json.dumps({"status": "ok"}))
     assert on_cluster.active_hardware() == ["cpu", "gpu"]
@@ -89,7 +89,7 @@ def test_a_job_holds_the_whole_machine_here_and_its_entrys_cpus_on_a_cluster():
         "node": {"device": "cpu", "resources": {"cpus_per_task": 8, "slurm_extra": "--qos=bench"}},
     }
     raw = tiny_config(hardware=hardware)
-    here, cluster = workflow(raw, cores=4), workflow(raw, runs_here=False)
+    here, cluster = workflow(raw, cores_given=4), workflow(raw, where=False)
     assert here.get_job_threads(Wildcards(hardware="cpu")) == 4
     assert here.get_job_threads(Wildcards(hardware="pinned")) == 3
     assert cluster.get_job_threads(Wildcards(hardware="node")) == 8
@@ -112,3 +112,15 @@ def test_the_paper_prints_the_config_as_run_and_the_command_that_reproduces_it(t
     assert inputs["env"] == [layout.ENV_RECORD.format(hardware="cpu")] and inputs["template"].endswith("paper.html.j2")
     marked = figure_outputs("svg", mark=lambda path, **how: (path, how["category"]))
     assert all(category == "Figures" for _, category in marked.values())
+
+
+def test_where_jobs_run_and_the_cores_are_asked_only_when_a_rule_needs_them():
+    """Snakemake knows its executor only once it runs, not while it reads the workflow; a cluster has no total of
+    cores, and asking for one stops the workflow."""
+
+    def no_total():
+        raise RuntimeError("no total of cores on a cluster")
+
+    cluster = workflow(where=lambda: False, cores_given=no_total)
+    assert cluster.get_job_threads(Wildcards(hardware="cpu")) == 1 and not cluster.runs_here
+    assert workflow(where=lambda: True, cores_given=lambda: 6).get_job_threads(Wildcards(hardware="cpu")) == 6

@@ -35,13 +35,24 @@ class Workflow:
     """One Snakemake run of one validated config."""
 
     config: dict
-    runs_here: bool = True  # jobs run on this machine, not through a cluster executor
-    cores: int = 1
+    # Jobs run on this machine, not through a cluster executor; and how many cores they share. Each may be a
+    # function: Snakemake knows them only once it runs, not while it reads the workflow (on a cluster there is no
+    # total of cores at all).
+    where: bool | Callable[[], bool] = True
+    cores_given: int | Callable[[], int] = 1
     basedir: Path = Path(".")
     configfiles: list[str] = field(default_factory=list)
     # On a cluster, the environment record of a hardware entry, once its checkpoint ran (the path).
     environment_record: Callable[[str], str] | None = None
     gpu_visible: Callable[[], bool] = devices.gpu_visible
+
+    @property
+    def runs_here(self) -> bool:
+        return bool(self.where() if callable(self.where) else self.where)
+
+    @property
+    def cores(self) -> int:
+        return int(self.cores_given() if callable(self.cores_given) else self.cores_given)
 
     # The plan: which experiments run where, and in which rounds.
 
