@@ -81,6 +81,8 @@ def load_schema() -> dict:
     schema = yaml.safe_load(SCHEMA_PATH.read_text())
     definition = schema["properties"]["mode_definitions"]["additionalProperties"]["properties"]
     definition["kind"]["enum"] = list(kinds.names())
+    described = "; ".join(f"{name}: {kinds.get(name).description}" for name in kinds.names())
+    definition["kind"]["description"] = f"{described} (the runtimes need `{kinds.base.RUNTIMES_INSTALL}`)"
     for name in kinds.names():
         if (block := kinds.get(name).schema) is not None:
             definition[name] = block

@@ -44,7 +44,7 @@ class Kind:
     defaults: ClassVar[dict[str, Any]] = {}
     # The JSON schema of `mode_definitions.NAME.<kind name>`; None for a kind without settings of its own.
     schema: ClassVar[dict | None] = None
-    # How the configuration reference and the paper describe the kind.
+    # What the kind is, in the words of the configuration reference.
     description: ClassVar[str] = ""
     # The worker module that builds, calls, saves and loads it; None: `compilebench.worker.kinds.<name>`.
     implementation: ClassVar[str | None] = None
@@ -63,8 +63,7 @@ class Kind:
     quantizable: ClassVar[bool] = False  # torchao may quantize the module it runs
     streams: ClassVar[bool] = False  # it runs a shape stream (one compile across shapes)
     generation_refusal: ClassVar[str | None] = None  # why it cannot run a generation loop with a KV cache
-    package: ClassVar[str | None] = None  # the Python package it needs beside torch, found without importing it
-    install: ClassVar[str | None] = None  # how to install that package
+    install: ClassVar[str | None] = None  # how to install the Python package it needs beside torch
 
     @property
     def starts(self) -> bool:
@@ -136,10 +135,6 @@ class Runtime(Kind):
     cold_cost = "the export or conversion to the runtime's format, and the session's or compile's creation"
     install = RUNTIMES_INSTALL
     generation_refusal = "compilebench does not export a generation loop with a KV cache; use eager or a compile mode"
-
-    @property
-    def package(self) -> str:  # type: ignore[override]
-        return self.name
 
     def start_obstacle(self, settings: Any, path: str) -> str | None:
         if path in ("warm", "artifacts", "precompiled"):
