@@ -11,12 +11,12 @@ from helpers import TINY_MODELS, tiny_config
 
 from compilebench.analysis import summaries
 from compilebench.configuration import config as configuration
-from compilebench.core import kinds, modes
+from compilebench.core import kinds
 from compilebench.parent.jobs import apply_hardware
 from compilebench.worker import models, runner, wrappers
 
-pytest.importorskip("onnxruntime", reason=f"needs {modes.RUNTIMES_INSTALL}")
-pytest.importorskip("openvino", reason=f"needs {modes.RUNTIMES_INSTALL}")
+pytest.importorskip("onnxruntime", reason=f"needs {kinds.base.RUNTIMES_INSTALL}")
+pytest.importorskip("openvino", reason=f"needs {kinds.base.RUNTIMES_INSTALL}")
 pytestmark = pytest.mark.slow
 
 
@@ -102,7 +102,7 @@ def test_a_missing_runtime_is_unsupported_naming_the_extra(monkeypatch):
     assert result["status"] == "unsupported"
     assert (
         result["error"]["message"]
-        == f"OpenVINO is not installed in this Python: install it with {modes.RUNTIMES_INSTALL}"
+        == f"OpenVINO is not installed in this Python: install it with {kinds.base.RUNTIMES_INSTALL}"
     )
     check = wrappers.check("openvino", configuration.experiment(
         configuration.validate(tiny_config({"resnet": TINY_MODELS["resnet"]})), "resnet", "openvino", "cpu",

@@ -14,9 +14,6 @@ from typing import Any
 
 from . import kinds
 
-RUNTIMES_INSTALL = kinds.base.RUNTIMES_INSTALL
-COMPILE_MODES = kinds.compile.COMPILE_MODES
-
 # The built-in modes, in the order tables and figures show them.
 BUILTIN_MODES: dict[str, dict] = {
     "eager": {"kind": "eager"},

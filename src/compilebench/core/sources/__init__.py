@@ -3,9 +3,9 @@
 name; a new source is two modules, or one plugin (`core.plugins`)."""
 
 from . import python, timm, torchvision, transformers
-from .base import REGISTRY, TASKS, Source, get, is_torch_checkpoint, names, register, unregister
+from .base import REGISTRY, TASKS, Source, get, names, register, unregister
 
 for _declared in (torchvision, transformers, timm, python):
     register(_declared.SOURCE, built_in=True)
 
-__all__ = ["REGISTRY", "TASKS", "Source", "get", "is_torch_checkpoint", "names", "register", "unregister"]
+__all__ = ["REGISTRY", "TASKS", "Source", "get", "names", "register", "unregister"]
