@@ -118,11 +118,39 @@ def test_page_one_answers_which_mode_to_use_with_the_eager_each_speedup_divides_
 def test_a_model_with_no_faster_mode_is_told_to_stay_with_eager_and_why(paper_inputs):
     tabs, _, _ = paper_inputs
     runs, speedups = pd.read_csv(tabs["runs"]), pd.read_csv(tabs["speedups"])
-    slower = speedups.assign(against_noise="slower")
+    slower = speedups.assign(against_noise="slower", cross_job_speedup=0.5)  # as its own job timed it too
     (entry, *_) = [a for a in rows.answer(runs, slower) if a["model"] == "resnet"]
     said = findings.advice(entry)
     assert entry["use"]["mode"] == "eager" and said.startswith("resnet on cpu: stay with eager")
     assert "compile-max-autotune" in said and "(slower" in said
+
+
+def test_a_speedup_timed_alone_does_not_see_is_unclear_and_page_one_says_why(paper_inputs):
+    tabs, _, _ = paper_inputs
+    runs, speedups = pd.read_csv(tabs["runs"]), pd.read_csv(tabs["speedups"])
+    best = (
+        (speedups["hardware"] == "cpu") & (speedups["model"] == "resnet") & (speedups["mode"] == "compile-max-autotune")
+    )
+    assert speedups.loc[best, "against_noise"].item() == "faster"
+    # eager ran 9% slower beside the mode than in its own job; one process a side, so the check cannot judge
+    alone = speedups.astype({"eager_job_flagged": object})
+    alone.loc[best, ["cross_job_speedup", "eager_job_ratio", "eager_job_flagged"]] = [1.0, 1.09, None]
+    (entry, *_) = [a for a in rows.answer(runs, alone) if (a["hardware"], a["model"]) == ("cpu", "resnet")]
+    row = next(r for r in entry["rows"] if r["mode"] == "compile-max-autotune")
+    why = "eager ran 9% slower beside it than alone; timed alone, no difference (1.00×)"
+    assert (row["verdict"], row["why"]) == ("unclear", why)
+    assert row["break_even_calls"] is None  # no gain to repay: no pay-off printed
+    assert entry["use"]["mode"] != "compile-max-autotune"
+    assert "use compile-max-autotune" not in findings.advice(entry)
+    # timed alone it is as fast: the two agree, and the mode is recommended though the check could not judge
+    agreed = alone.assign(cross_job_speedup=alone["speedup"])
+    (entry, *_) = [a for a in rows.answer(runs, agreed) if (a["hardware"], a["model"]) == ("cpu", "resnet")]
+    assert entry["use"]["mode"] == "compile-max-autotune"
+    # a check that judged against it makes it unclear whatever the two say
+    flagged = agreed.copy()
+    flagged.loc[best, "eager_job_flagged"] = True
+    (entry, *_) = [a for a in rows.answer(runs, flagged) if (a["hardware"], a["model"]) == ("cpu", "resnet")]
+    assert entry["use"]["mode"] != "compile-max-autotune"
 
 
 def test_page_one_names_a_runtimes_one_off_cost_for_what_it_is(paper_inputs):

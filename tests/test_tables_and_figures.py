@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -387,9 +388,13 @@ def test_each_runtime_is_set_against_the_best_torch_mode_with_an_interval(tmp_pa
     assert sentence.startswith("On cpu, resnet: onnxruntime (") and "is faster than compile-max-autotune" in sentence
     # page 1: beside the mode it says to use
     said = runtime_tables.answer_clause(table, "cpu", "resnet", "onnxruntime")
-    assert said.startswith("Against compile-max-autotune, the best torch mode: 2.") and said.endswith(", faster.")
+    assert said.startswith("Against compile-max-autotune, the best torch mode: 2.") and ", faster, " in said
+    # the ratio says which two printed numbers it divides: the two speedups, each over its own eager
+    quotient = re.search(r"beside it \(([\d.]+)×\) over the mode's \(([\d.]+)×\)", said)
+    assert float(quotient[1]) / float(quotient[2]) == pytest.approx(ort["vs_torch_ratio"], rel=0.01)
+    assert quotient[0] in sentence
     said = runtime_tables.answer_clause(table, "cpu", "resnet", "compile-max-autotune")
-    assert said.startswith("Against it, onnxruntime 2.") and said.endswith(", faster.")
+    assert said.startswith("Against it, onnxruntime 2.") and ", faster, " in said
     assert runtime_tables.answer_clause(table, "cpu", "resnet", "eager") is None
     assert runtime_tables.answer_clause(table, "cpu", "llama", "compile-default") is None
 

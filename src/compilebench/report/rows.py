@@ -60,7 +60,28 @@ def verdict_in_words(row: dict) -> tuple[str, str | None]:
     verdict = row.get("against_noise")
     if not isinstance(verdict, str):
         return "unclear", "no interval"
+    if verdict in ("faster", "slower") and (doubt := timed_alone_doubt(row, verdict)):
+        return "unclear", doubt
     return VERDICT_WORDS[verdict], ("interval too wide" if verdict == "unclear" else None)
+
+
+def timed_alone_doubt(row: dict, verdict: str) -> str | None:
+    """Why a faster or slower verdict is not what a user who runs each alone would see, in words: the eager job's
+    check found eager beside the mode unlike eager alone, or the speedup as each job timed alone (`cross_job_speedup`)
+    does not lie beyond the threshold on the same side; None where they agree (with one process a side the check
+    cannot judge, and that agreement is what stands for it)."""
+    cross, threshold = row.get("cross_job_speedup"), row.get("threshold")
+    if missing(cross) or missing(threshold):
+        return None
+    agrees = cross > 1 + threshold if verdict == "faster" else cross < 1 - threshold
+    if agrees and row.get("eager_job_flagged") is not True:
+        return None
+    within = 1 - threshold <= cross <= 1 + threshold
+    alone = f"timed alone, no difference ({cross:.2f}×)" if within else f"timed alone, {cross:.2f}×"
+    ratio = row.get("eager_job_ratio")
+    if missing(ratio) or abs(ratio - 1) < 0.005:
+        return alone
+    return f"eager ran {abs(ratio - 1) * 100:.0f}% {'slower' if ratio > 1 else 'faster'} beside it than alone; {alone}"
 
 
 def _first_words(text, words: int = 6) -> str | None:
@@ -102,8 +123,9 @@ def answer(runs: pd.DataFrame, speedups: pd.DataFrame) -> list[dict]:
             row = {**run, **by_mode.get((hardware, model, run["mode"]), {})}
             verdict, why = verdict_in_words(row)
             interval = (row.get("speedup_ci95_low"), row.get("speedup_ci95_high"))
+            paid = {} if verdict == "faster" else {"break_even_calls": None}  # no gain to repay a compile
             rows.append({**_answer_row(row), **divided(row), "ci95": interval, "speedup": row.get("speedup"),
-                         "verdict": verdict, "why": why})  # fmt: skip
+                         "verdict": verdict, "why": why, **paid})  # fmt: skip
         answers.append({"hardware": hardware, "model": model, "rows": rows, "use": _best(rows)})
     return answers
 

@@ -125,10 +125,24 @@ def runtime_findings(table: pd.DataFrame) -> list[str]:
             top["vs_torch_verdict"], "not detectably different from"
         )
         sentences.append(
-            f"On {hardware}, {model}: {top['mode']} ({top['speedup']:.2f}x over eager) is {verdict} "
-            f"{top['vs_torch_mode']}, the best torch mode: {top['vs_torch_ratio']:.2f}x ({low:.2f}-{high:.2f})."
+            f"On {hardware}, {model}: {top['mode']} ({top['speedup']:.2f}× over eager) is {verdict} "
+            f"{top['vs_torch_mode']}, the best torch mode: {top['vs_torch_ratio']:.2f}× ({low:.2f}–{high:.2f})"
+            f"{divides(top['speedup'], _best_speedup(table, hardware, model))}."
         )
     return sentences
+
+
+def _best_speedup(table: pd.DataFrame, hardware: str, model: str) -> float | None:
+    best = table[(table["hardware"] == hardware) & (table["model"] == model) & (table["role"] == "best torch mode")]
+    return best["speedup"].iloc[0] if len(best) else None
+
+
+def divides(runtime_speedup, best_speedup) -> str:
+    """Which two printed numbers a runtime's ratio to the best torch mode divides: their speedups, each over the
+    eager timed beside it (two eagers, so not the quotient of the two medians)."""
+    if stats.missing(runtime_speedup) or stats.missing(best_speedup):
+        return ""
+    return f", its speedup over the eager beside it ({runtime_speedup:.2f}×) over the mode's ({best_speedup:.2f}×)"
 
 
 VERDICT_WORDS = {"faster": "faster", "slower": "slower", "same": "the same within the threshold"}
@@ -140,10 +154,14 @@ def answer_clause(table: pd.DataFrame, hardware: str, model: str, use: str | Non
     rows = table[(table["hardware"] == hardware) & (table["model"] == model) & table["vs_torch_ratio"].notna()]
     if not len(rows) or use in (None, "eager"):
         return None
+    best = _best_speedup(table, hardware, model)
 
     def said(row) -> str:
         words = VERDICT_WORDS.get(row["vs_torch_verdict"], "no detectable difference")
-        return f"{row['vs_torch_ratio']:.2f}× ({row['vs_torch_ci95_low']:.2f}–{row['vs_torch_ci95_high']:.2f}), {words}"
+        return (
+            f"{row['vs_torch_ratio']:.2f}× ({row['vs_torch_ci95_low']:.2f}–{row['vs_torch_ci95_high']:.2f}), {words}"
+            f"{divides(row['speedup'], best)}"
+        )
 
     chosen = rows[rows["mode"] == use]
     if len(chosen):
