@@ -66,6 +66,8 @@ def test_compiled_runs_carry_their_warm_starts_phases_and_break_even_into_tables
     frozen = json.loads((project / "results" / "runs" / "cpu" / "resnet" / "compile-freezing.json").read_text())
     assert "no start from the cache bundle: measure.bundle_start is false" in frozen["warm_starts"]["notes"]
     phases = pd.read_csv(project / "results" / "tables" / "compile_phases.csv")
+    assert (phases["seconds"] >= 0).all(), phases[phases["seconds"] < 0]  # a training step's backward included
+    assert set(phases["model"]) >= {"resnet", "llama.train"}
     resnet = phases[phases["model"] == "resnet"]
     assert set(resnet["start"]) == {"cold", "warm"} and set(resnet["mode"]) == {
         "compile-default",

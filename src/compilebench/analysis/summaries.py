@@ -24,7 +24,7 @@ from ..core import kinds, layout
 from ..core.errors import UserError
 from ..core.experiment import Experiment
 from ..core.files import BadRecord, read_json, read_process_record, write_json
-from ..core.records import START_PARTS, ProcessRecord, Result, identity, now, result_header
+from ..core.records import START_PARTS, ProcessRecord, Result, identity, now, result_header, unexplained_s
 from ..core.thresholds import FAULTS_PER_CALL
 from . import levels, stats
 
@@ -164,7 +164,7 @@ def combine(exp: Experiment, records: list[ProcessRecord], notes: list[str] | No
     if notes is not None:
         result["processes_notes"] = notes
     phases = first.get("compile_phases")
-    result["compile_unexplained_s"] = first["compile_s"] - sum(phases.values()) if phases else None
+    result["compile_unexplained_s"] = unexplained_s(first["compile_s"], phases) if phases else None
     if exp.measure.cold_processes and len(records) > 1:
         result["compile_cold_samples_s"] = [record["compile_s"] for record in records]
         result["compile_s"] = statistics.median(result["compile_cold_samples_s"])

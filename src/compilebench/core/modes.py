@@ -25,6 +25,16 @@ BUILTIN_MODES: dict[str, dict] = {
     "openvino": {"kind": "openvino"},
 }
 MODE_NAMES = tuple(BUILTIN_MODES)
+# What each built-in mode is, in a reader's words (page 1).
+BUILTIN_WORDS = {
+    "eager": "PyTorch as written, no compiler",
+    "jit": "TorchScript: the model traced (or scripted) and run by torch.jit",
+    "compile-default": "torch.compile with its default settings (inductor)",
+    "compile-reduce-overhead": "torch.compile, mode reduce-overhead (CUDA graphs on a GPU)",
+    "compile-max-autotune": "torch.compile, mode max-autotune (inductor tries several kernels per operation)",
+    "onnxruntime": "the model exported to ONNX and run by ONNX Runtime",
+    "openvino": "the model converted to OpenVINO and run by its runtime",
+}
 
 # What a quantized mode's output must keep of eager's (quantization changes outputs by design).
 QUANTIZE_MIN_COSINE = 0.98

@@ -24,6 +24,13 @@ STATUSES = ("ok", "failed", "timeout", "unsupported")
 SKIPPED = "skipped"
 # A cold compile's phases as compile_phases reads them from torch's own metrics, in the order they run.
 COMPILE_PHASES = ("dynamo", "aot_autograd", "inductor_lowering", "autotune", "codegen", "cpp_triton_compile")
+
+
+def unexplained_s(start_s: float, phases: dict[str, float]) -> float:
+    """What a start's phases leave of its seconds; never below 0 (phases torch times across threads may overlap)."""
+    return max(start_s - sum(phases.values()), 0.0)
+
+
 # The paths from a process's start to its first output (`measure.starts`), in the order each round runs them:
 # eager's floor, a compile in empty caches, the caches a cold start left, torch's portable cache artifacts alone, an
 # AOTInductor package, a precompiled function.

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.files import read_results
+from ..core.records import unexplained_s
 
 COMPILE_PHASE_COLUMNS = ["hardware", "model", "mode", "start", "phase", "seconds", "start_s"]
 
@@ -26,7 +27,7 @@ def compile_phases(paths: list[str | Path]) -> pd.DataFrame:
         for start, (start_s, phases) in starts.items():
             if not phases or start_s is None:
                 continue
-            seconds = {**phases, "unexplained": start_s - sum(phases.values())}
+            seconds = {**phases, "unexplained": unexplained_s(start_s, phases)}
             for phase, value in seconds.items():
                 rows.append({**{k: result[k] for k in ("hardware", "model", "mode")}, "start": start,
                              "phase": phase, "seconds": value, "start_s": start_s})  # fmt: skip

@@ -38,10 +38,10 @@ def _glance(row: pd.Series) -> dict:
 # A verdict in the words page 1 uses, and why a verdict is unclear, in three words or so.
 VERDICT_WORDS = {"faster": "faster", "slower": "slower", "same": "no detectable difference", "unclear": "unclear"}
 CAVEATS = {
-    "steady_state_flagged": "interleaving moved it",
-    "eager_alone_flagged": "eager moved beside it",
-    "eager_job_flagged": "eager job differs",
-    "faults_flagged": "page faults",
+    "steady_state_flagged": "it ran at another speed alternating with eager than alone",
+    "eager_alone_flagged": "eager ran at another speed beside it than before it was built",
+    "eager_job_flagged": "eager ran at another speed here than in its own job",
+    "faults_flagged": "its calls wait on the OS mapping memory (page faults)",
 }
 
 
@@ -92,9 +92,10 @@ def caveats(row: dict) -> list[str]:
     """What a check found about a row, in words: the caveat column of the answer and of Table 1."""
     found = [words for key, words in CAVEATS.items() if row.get(key) is True]
     if isinstance(row.get("level_shift"), str) and row.get("level_shift_side") == "alone":
-        found.append("its level alone moved")
+        found.append("timed alone, its speed changed partway (the speedup does not use that timing)")
     if row.get("set_aside"):
-        found.append(f"{int(row['set_aside'])} process{'es' if row['set_aside'] != 1 else ''} re-measured")
+        count = int(row["set_aside"])
+        found.append(f"{count} process{'es' if count != 1 else ''} measured again after its speed changed partway")
     return found
 
 
@@ -126,7 +127,9 @@ def answer(runs: pd.DataFrame, speedups: pd.DataFrame) -> list[dict]:
             paid = {} if verdict == "faster" else {"break_even_calls": None}  # no gain to repay a compile
             rows.append({**_answer_row(row), **divided(row), "ci95": interval, "speedup": row.get("speedup"),
                          "verdict": verdict, "why": why, **paid})  # fmt: skip
-        answers.append({"hardware": hardware, "model": model, "rows": rows, "use": _best(rows)})
+        calls = frame["one_call"].dropna() if "one_call" in frame else ()
+        answers.append({"hardware": hardware, "model": model, "rows": rows, "use": _best(rows),
+                        "one_call": calls.iloc[0] if len(calls) else None})  # fmt: skip
     return answers
 
 
@@ -230,9 +233,16 @@ def quantization_rows(runs: pd.DataFrame, effects: pd.DataFrame) -> list[dict]:
 
 
 def mode_table(runs: pd.DataFrame) -> list[dict]:
-    """One row per mode that ran: its kind and the settings it ran with, as the results record them."""
+    """One row per mode that ran: its kind and the settings it ran with, as the results record them; a setting that
+    differs between the models it ran on (a jit method chosen per model) shows each value once, joined by " / "."""
     columns = [c for c in runs.columns if c.startswith("mode_")]
-    rows = records(runs.dropna(subset=["mode_kind"])[["mode", *columns]].drop_duplicates())
+    rows = []
+    for mode, frame in runs.dropna(subset=["mode_kind"]).groupby("mode", sort=False):
+        row = {"mode": mode}
+        for column in columns:
+            values = list(dict.fromkeys(v for v in frame[column] if not missing(v)))
+            row[column] = " / ".join(map(str, values)) if len(values) > 1 else (values[0] if values else None)
+        rows.append(row)
     order = ordered(r["mode"] for r in rows)
     return sorted(rows, key=lambda r: order.index(r["mode"]))
 

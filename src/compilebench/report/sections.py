@@ -20,6 +20,7 @@ from markupsafe import Markup, escape
 
 from ..configuration.config import measure_settings
 from ..core.files import read_json
+from ..core.modes import BUILTIN_WORDS, ordered
 from ..core.thresholds import (
     CAPACITY_SHIFT,
     COSINE_MIN,
@@ -50,6 +51,7 @@ from .findings import (
     training_findings,
 )
 from .rows import (
+    VERDICT_WORDS,
     agreeing_means,
     answer,
     at_a_glance,
@@ -126,10 +128,14 @@ def _use(entry: dict) -> str | None:
 
 
 def front(read: Reader) -> dict:
-    """Page 1: the answer per model, with the runtimes' clause beside each."""
+    """Page 1: the machine in one line, the answer per model with what one call of it is and the runtimes' clause
+    beside each, the training steps' results, and what each mode and word on the page means."""
     runs, speedups, runtimes = read.inference("runs"), read.inference("speedups"), read.table("runtimes")
     answered = answer(runs, speedups)
     return {
+        "machine": machine_line(read.inputs.envs, read.table("runs")),
+        "training_answer": training_answer(read.table("training")),
+        "mode_words": mode_words(runs["mode"], read.config),
         "glance": at_a_glance(speedups),
         "title": read.config.get("title", "compilebench"),
         "authors": read.config.get("authors", ""),
@@ -141,6 +147,51 @@ def front(read: Reader) -> dict:
         ],
         "model_count": int(runs["sweep_of"].fillna(runs["model"]).nunique()) if "sweep_of" in runs else 0,
     }
+
+
+def machine_line(envs: list[dict], runs: pd.DataFrame) -> str:
+    """Where and how the run measured, in one line: each hardware entry's device, cores and threads, the arithmetic's
+    precision and torch's version."""
+    said = []
+    for env in envs:
+        cpu, accelerator = env.get("cpu") or {}, env.get("accelerator") or {}
+        device = accelerator.get("name") if env.get("device") != "cpu" and accelerator else cpu.get("model")
+        cores = f"{cpu['logical_cores']} logical CPU cores, " if cpu.get("logical_cores") else ""
+        mine = runs[runs["hardware"] == env["hardware"]]
+        dtypes = ", ".join(sorted(set(mine["dtype"].dropna()))) or "no run"
+        said.append(
+            f"{env['hardware']}: {device or env.get('device')} ({cores}{env.get('threads')} threads), "
+            f"{dtypes} arithmetic, torch {env.get('torch')}"
+        )
+    return "; ".join(said)
+
+
+def training_answer(training: pd.DataFrame) -> list[str]:
+    """Each training step's modes in one sentence for page 1: speedup, interval and verdict (Appendix B has all)."""
+    sentences = []
+    for (hardware, model), frame in training.groupby(["hardware", "train_of"], sort=False):
+        first = frame.iloc[0]
+        modes = [
+            f"{r['mode']} {r['speedup']:.2f}× ({r['speedup_ci95_low']:.2f}–{r['speedup_ci95_high']:.2f}), "
+            f"{VERDICT_WORDS.get(r.get('against_noise'), 'unclear')}"
+            if r["status"] == "ok" and not pd.isna(r.get("speedup"))
+            else f"{r['mode']} {r['status']}"
+            for r in records(frame)
+            if r["mode"] != "eager"
+        ]
+        if modes:
+            sentences.append(
+                f"{model}'s training step on {hardware} ({first['optimizer']}, batch {first['batch_size']}, "
+                f"one call is one step): {'; '.join(modes)}."
+            )
+    return sentences
+
+
+def mode_words(modes: pd.Series, config: dict) -> list[tuple[str, str]]:
+    """Each mode on page 1 and what it is: its definition's description, else the built-in's words."""
+    defined = config.get("mode_definitions") or {}
+    shown = ordered(modes.dropna().unique())
+    return [(m, (defined.get(m) or {}).get("description") or BUILTIN_WORDS.get(m, m)) for m in shown]
 
 
 def findings(read: Reader) -> dict:
@@ -306,7 +357,7 @@ def appendix(read: Reader) -> dict:
 
 
 SECTIONS: tuple[Section, ...] = (
-    Section("front", ("runs", "speedups", "runtimes"), front),
+    Section("front", ("runs", "speedups", "runtimes", "training"), front),
     Section("findings", ("runs", "speedups", "mode_effects", "scaling"), findings),
     Section("settings", ("runs", "scaling", "streams", "mode_effects"), settings),
     Section("comparison", ("comparison", "change"), comparison),

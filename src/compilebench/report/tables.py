@@ -107,6 +107,27 @@ def bimodal_columns(found: dict | None) -> dict:
             "bimodal_fast_share": fast.get("share")}  # fmt: skip
 
 
+def call_in_words(spec: dict, batch_size: int | None) -> str | None:
+    """What one timed call of a model does, for a reader of page 1: a training step, a whole generation, or one
+    forward pass over a batch of its inputs."""
+    if not spec:
+        return None
+    count = batch_size or spec.get("batch_size") or 1
+    if spec.get("train_of"):
+        return f"one training step on a batch of {count}"
+    if spec.get("task") == "text-generation":
+        prompts = "" if count == 1 else f", {count} prompts at once"
+        return f"a {spec.get('new_tokens')}-token generation after a {spec.get('seq_len')}-token prompt{prompts}"
+    if spec.get("source") == "python":
+        return f"one forward pass of {spec.get('arch')}() on a batch of {count}"
+    if spec.get("task") == "image-classification":
+        timm = spec.get("source") == "timm"  # its declared size wins over image_size; config.img_size over both
+        side = (spec.get("config") or {}).get("img_size") if timm else spec.get("image_size")
+        at = "at the size the model declares" if side is None else f"of {side}×{side}"
+        return f"{count} image{'s' if count != 1 else ''} {at} classified"
+    return f"{count} sequence{'s' if count != 1 else ''} of {spec.get('seq_len')} tokens ({spec.get('task')})"
+
+
 def _run_row(result: dict, path: str) -> dict:
     stats = result.get("stats", {})
     speedup = result.get("speedup", {})
@@ -129,6 +150,7 @@ def _run_row(result: dict, path: str) -> dict:
         **{key: result.get(key) for key in IDENTITY},
         **sweep_columns(result),
         "train_of": (result.get("spec") or {}).get("train_of"),
+        "one_call": call_in_words(result.get("spec") or {}, result.get("batch_size")),
         **mode_columns(result.get("mode_settings") or {}),
         "device_name": environment.get("device_name"),
         "torch": environment.get("torch"),
