@@ -42,11 +42,11 @@ def paper_inputs(tmp_path, monkeypatch):
     tabs = write_tables(paths, validated(), tmp_path)
     drawn = figures.load_tables(*(tabs[name] for name in FIGURE_TABLES))
     figs = []
-    for name in ("latency", "speedup_heatmap"):
+    for name in ("latency", "compile_phases"):
         figures.render(name, drawn, [tmp_path / f"{name}.svg"])
         figs.append(tmp_path / f"{name}.svg")
     drew = [
-        {"name": name, "section": FIGURE_SECTIONS[name], "not_drawn": None} for name in ("latency", "speedup_heatmap")
+        {"name": name, "section": FIGURE_SECTIONS[name], "not_drawn": None} for name in ("latency", "compile_phases")
     ]
     write_json(tmp_path / "figures.json", {"figures": drew})
     env = tmp_path / "env.json"
@@ -449,7 +449,7 @@ def test_a_model_the_memory_guard_could_not_estimate_is_named_with_why(paper_inp
 def test_the_appendix_reads_as_text_and_figures_are_numbered_in_reading_order(paper_inputs, tmp_path):
     tabs, _, envs = paper_inputs
     figs = []
-    names = ("latency", "pay_off", "comparison", "speedup_heatmap", "memory")  # in later sections, the appendix
+    names = ("latency", "pay_off", "comparison", "compile_phases", "memory")  # in later sections, the appendix
     for name in names:
         figs.append(tmp_path / f"{name}.svg")
         figs[-1].write_text('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>')
@@ -475,10 +475,10 @@ def test_the_appendix_reads_as_text_and_figures_are_numbered_in_reading_order(pa
     numbers = {name: int(n) for n, name in re.findall(r"Figure (\d+): (\w+)", html)}
     order = [m.group(1) for m in re.finditer(r'<figure id="figure-(\w+)"', html)]
     assert [numbers[name] for name in order] == sorted(numbers.values()) == list(range(1, len(order) + 1))
-    assert order.index("memory") < order.index("pay_off") < order.index("speedup_heatmap")  # the body's first
+    assert order.index("memory") < order.index("pay_off") < order.index("compile_phases")  # the body's first
     prose = re.sub(r"<figcaption>.*?</figcaption>", "", html, flags=re.S)
     assert all(f"Figure {n} " in prose for n in numbers.values())  # each named by the text, not only its caption
-    assert html.index("Appendix D") < html.index('id="figure-speedup_heatmap"')
+    assert html.index("Appendix D") < html.index('id="figure-compile_phases"')
     not_drawn = html[html.index('id="not-drawn"') :].split("</p>")[0]
     assert "generation (nothing)" in not_drawn and "compile cost" not in not_drawn  # no appendix figure named
 

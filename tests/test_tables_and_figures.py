@@ -14,10 +14,12 @@ from synthetic import MODELS, MODES, synthetic_results, synthetic_starts, synthe
 
 from compilebench.analysis import comparisons
 from compilebench.core.files import read_results
+from compilebench.core.layout import FIGURE_TABLES
 from compilebench.report import (
     compile_tables,
     figures,
     hardware_tables,
+    legibility,
     speedup_tables,
     start_tables,
     stream_tables,
@@ -420,3 +422,44 @@ def test_the_memory_figure_sets_each_mode_started_alone_beside_its_measuring_pro
     with_step = dataclasses.replace(synthetic_tables, runs=pd.concat([synthetic_tables.runs, step]))
     ticks = [t.get_text() for ax in figures.peak_memory(with_step).axes for t in ax.get_xticklabels()]
     assert "resnet" in ticks and "resnet.train" not in ticks  # a training step's memory is Appendix B's
+
+
+def _drawn(tables_: figures.Tables):
+    """Each figure the tables draw, by name (those with nothing to draw left out)."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="paper")
+    for name, draw in figures.FIGURES.items():
+        fig = draw(tables_)
+        if not isinstance(fig, str):
+            yield name, fig
+            plt.close(fig)
+
+
+def test_no_figure_puts_text_over_text_or_a_legend_over_data_even_with_long_model_names(synthetic_tables):
+    long = {"resnet": "resnet18-at-224-batch-8", "llama": "llama-tiny-four-layers.bs8"}
+    renamed = figures.Tables(
+        *(
+            frame.assign(**{c: frame[c].replace(long) for c in ("model", "train_of") if c in frame})
+            for frame in dataclasses.astuple(synthetic_tables)
+        )
+    )
+    drawn = dict((name, legibility.problems(fig)) for name, fig in _drawn(renamed))
+    assert {"latency", "memory", "hardware", "comparison", "compile_cost", "pay_off"} <= set(drawn)
+    assert {name: found for name, found in drawn.items() if found} == {}
+    # the check sees what it exists for: a legend over the bars, and two labels on one point
+    fig = figures.FIGURES["latency"](renamed)
+    fig.axes[0].legend(loc="center")
+    assert any("covers a bar" in p for p in legibility.problems(fig))
+    fig.axes[0].annotate("resnet", (0, 10))
+    fig.axes[0].annotate("resnet", (0, 10))
+    assert "text 'resnet' overlaps text 'resnet'" in legibility.problems(fig)
+
+
+def test_every_figure_of_the_shared_run_can_be_read(finished):
+    project, _, _ = finished
+    paths = [project / "results" / "tables" / f"{name}.csv" for name in FIGURE_TABLES]
+    drawn = dict((name, legibility.problems(fig)) for name, fig in _drawn(figures.load_tables(*paths)))
+    assert len(drawn) >= 8
+    assert {name: found for name, found in drawn.items() if found} == {}

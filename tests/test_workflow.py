@@ -219,7 +219,7 @@ def test_snakemake_report_packages_the_run(finished):
     archive = zipfile.ZipFile(project / "results" / "report.zip")
     names = archive.namelist()
     assert any(n.endswith("paper.pdf") for n in names) and any(n.endswith("runs.csv") for n in names)
-    assert any(n.endswith("speedup_heatmap.svg") for n in names)
+    assert any(n.endswith("compile_phases.svg") for n in names)
     page = archive.read(next(n for n in names if n.endswith("report/report.html"))).decode()
     assert all(" ".join(spec.caption.split()[:4]) in page for spec in registry.TABLES.values())  # their captions
     # resnet's three compiling modes, traced (measure.compile_trace): each tlparse report whole, its pages beside it

@@ -162,16 +162,6 @@ FIGURES: tuple[FigureSpec, ...] = (
         ),
     ),
     FigureSpec(
-        "speedup_heatmap",
-        "appendix",
-        "draws Table 1's speedups as a grid of model against mode",
-        (
-            "Speedup of each mode over eager, per model and hardware: median eager latency over median mode latency, "
-            "both timed in the same process in alternating blocks, so that drift between jobs cannot masquerade as a "
-            "speedup. Green cells are faster than eager, red slower."
-        ),
-    ),
-    FigureSpec(
         "compile_cost",
         "appendix",
         "sets each mode's speedup against its cold compile",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ import seaborn as sns  # noqa: E402
 
 from ..core.modes import MODE_NAMES, label, ordered  # noqa: E402
 from ..core.records import COMPILE_PHASES, START_PARTS  # noqa: E402
+from . import legibility  # noqa: E402
 from .figure_catalog import NAMES as FIGURE_NAMES  # noqa: E402
 from .figure_catalog import SECTIONS as FIGURE_SECTIONS  # noqa: E402
 from .start_tables import deployed_peaks  # noqa: E402
@@ -110,6 +112,20 @@ class Panel:
     title: str = ""
 
 
+def _title(ax, text: str) -> None:
+    """A panel's title, wrapped to the panel's width so that two panels' titles never meet."""
+    chars = max(12, int(ax.get_position().width * ax.figure.get_figwidth() * TITLE_CHARS_PER_INCH))
+    ax.set_title(textwrap.fill(text, chars), fontsize=9)
+
+
+TITLE_CHARS_PER_INCH = 13  # at 9 points
+
+
+def _legend(ax, *entries, **style) -> None:
+    """The axes' legend beside them on the right, where it covers none of what they draw."""
+    ax.legend(*entries, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **style)
+
+
 def _per_hardware(frame: pd.DataFrame, draw: Callable, ylabel: str, beside: Panel | None = None) -> plt.Figure:
     """One full-width panel per hardware entry, the models along it; `draw(ax, subframe, models, modes)` fills
     each; `beside`, a second panel to the right of each (half width each then), where it has that entry's data."""
@@ -130,7 +146,7 @@ def _per_hardware(frame: pd.DataFrame, draw: Callable, ylabel: str, beside: Pane
             ax.set_ylabel(panel.ylabel, fontsize=8)
             ax.set_title(f"{hw}: {panel.title}" if panel.title else hw, fontsize=9)
             if not beside:
-                ax.legend(fontsize=7, ncol=min(3, len(modes)), frameon=False)
+                _legend(ax, fontsize=7, frameon=False)
     if not beside:
         fig.tight_layout()
         return fig
@@ -181,40 +197,21 @@ def generation_throughput(t: Tables) -> plt.Figure | str:
         frame = gen[(gen["hardware"] == hw) & (gen["model"] == model)]
         _bars(axes[i][0], frame, "tokens_per_s")
         axes[i][0].set_ylabel("tokens/s")
-        axes[i][0].set_title(f"{model} · {hw}: throughput", fontsize=9)
+        _title(axes[i][0], f"{model} · {hw}: throughput")
         _bars(axes[i][1], frame, "ttft_ms")
         axes[i][1].set_ylabel("time to first token (ms)")
-        axes[i][1].set_title(f"{model} · {hw}: first token", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def speedup_heatmap(t: Tables) -> plt.Figure | str:
-    """3. Interleaved speedup over eager, model x mode, one heatmap per hardware."""
-    sp = t.speedups[t.speedups["status"] == "ok"].dropna(subset=["speedup"])
-    if sp.empty:
-        return "No non-eager runs to compare with eager."
-    hardware = sorted(sp["hardware"].unique())
-    fig, axes = plt.subplots(
-        len(hardware), 1, figsize=(6.5, (0.6 * sp["model"].nunique() + 2) * len(hardware)), squeeze=False
-    )
-    for ax, hw in zip(axes[:, 0], hardware):
-        grid = sp[sp["hardware"] == hw].pivot_table(index="model", columns="mode", values="speedup")
-        grid = grid[ordered(grid.columns)]
-        sns.heatmap(grid, ax=ax, annot=True, fmt=".2f", cmap="RdYlGn", center=1.0, cbar_kws={"label": "speedup (×)"})
-        ax.set_title(hw, fontsize=10)
-        ax.set_xlabel("")
-        ax.set_ylabel("")
-        ax.tick_params(axis="x", labelrotation=30)
+        _title(axes[i][1], f"{model} · {hw}: first token")
     fig.tight_layout()
     return fig
 
 
 def compile_cost(t: Tables) -> plt.Figure | str:
     """4. What each mode costs to compile (first call, cold cache) and what it buys."""
-    sp = t.speedups[(t.speedups["status"] == "ok") & t.speedups["compile_s"].notna()]
-    if sp.empty:
-        return "No non-eager runs to compare with eager."
+    sp = t.speedups[(t.speedups["status"] == "ok") & t.speedups["compile_s"].notna()].dropna(subset=["speedup"])
+    if len(sp) < MIN_POINTS:
+        runs = f"{len(sp)} compiled run{'s' if len(sp) != 1 else ''}"
+        return f"{runs}: Table 1 gives each one's cold compile and speedup."
+    several = sp["hardware"].nunique() > 1
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for mode in _modes(sp):
         frame = sp[sp["mode"] == mode]
@@ -224,17 +221,53 @@ def compile_cost(t: Tables) -> plt.Figure | str:
             None,
         )
         ax.errorbar(frame["compile_s"], frame["speedup"], yerr=yerr, fmt="o", color=color(mode), label=mode, capsize=3)
-        for _, row in frame.iterrows():
-            ax.annotate(
-                row["model"], (row["compile_s"], row["speedup"]), fontsize=7, xytext=(4, 3), textcoords="offset points"
-            )
     ax.axhline(1.0, color="0.5", lw=0.8, ls="--")
     ax.set_xscale("log")
     ax.set_xlabel("first call, cold compile (s, log scale)")
     ax.set_ylabel("speedup over eager (×)")
-    ax.legend(fontsize=8)
+    _legend(ax, fontsize=8)
     fig.tight_layout()
+    names = sp["model"] + (" · " + sp["hardware"] if several else "")
+    _labels_apart(ax, list(zip(sp["compile_s"], sp["speedup"], names)))
     return fig
+
+
+# A figure of fewer points than this says so in words instead: a table shows them better.
+MIN_POINTS = 3
+
+
+def _labels_apart(ax, points: list[tuple[float, float, str]], fontsize: float = 7) -> None:
+    """Each point's label beside it, moved down a line at a time until it overlaps no text already drawn (labels
+    placed before it, ticks, the legend); after the layout, so that nothing moves them afterwards."""
+    renderer = ax.figure.canvas.get_renderer()
+    ax.figure.canvas.draw()
+    drawn = legibility.texts(ax.figure) + legibility.legends(ax.figure)
+    taken = [artist.get_window_extent(renderer) for artist in drawn]
+    for x, y, name in sorted(points, key=lambda point: -point[1]):
+        for step in range(LABEL_STEPS):
+            label = ax.annotate(name, (x, y), fontsize=fontsize, xytext=(5, 2 - step * fontsize * 1.2),
+                                textcoords="offset points")  # fmt: skip
+            box = label.get_window_extent(renderer)
+            if step == LABEL_STEPS - 1 or not any(box.overlaps(other) for other in taken):
+                break
+            label.remove()
+        taken.append(box)
+
+
+LABEL_STEPS = 40
+
+
+def _log_ratio_axis(ax) -> None:
+    """The x axis, a log axis of ratios, labelled in plain numbers at a few round values, no minor labels to crowd
+    it."""
+    low, high = sorted(ax.get_xlim())
+    axis = ax.xaxis
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    wide = high / low > 4
+    steps = (0.01, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0) if wide else (0.5, 0.8, 0.9, 1.0, 1.1, 1.25, 2.0)
+    round_values = [v for v in steps if low <= v <= high]
+    axis.set_major_locator(matplotlib.ticker.FixedLocator(round_values or [1.0]))
+    axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
 
 
 def latency_distributions(t: Tables) -> plt.Figure | str:
@@ -266,6 +299,9 @@ def hardware_comparison(t: Tables) -> plt.Figure | str:
         sns.barplot(data=priced, y="label", x="cost_per_million", hue="hardware_label", ax=axes[1][0], orient="h")
         axes[1][0].set_xlabel("cost per million inferences (price units)")
         axes[1][0].set_ylabel("")
+    for ax in axes[:, 0]:
+        if ax.get_legend() is not None:
+            sns.move_legend(ax, "upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     return fig
 
@@ -319,8 +355,8 @@ def scaling(t: Tables) -> plt.Figure | str:
                 ax.minorticks_off()
             ax.set_xlabel(sub["swept"].iloc[0])
             ax.set_ylabel(ylabel)
-            ax.set_title(f"{model} · {hardware}", fontsize=9)
-        axes[i][0].legend(fontsize=7)
+            _title(ax, f"{model} · {hardware}")
+        _legend(axes[i][0], fontsize=7)
     fig.tight_layout()
     return fig
 
@@ -351,10 +387,11 @@ def comparison(t: Tables) -> plt.Figure | str:
     ]
     ax.set_yticks(range(len(rows)), labels, fontsize=7)
     ax.set_xscale("log")
+    _log_ratio_axis(ax)
     ax.set_xlabel(f"ratio of medians, {frame['baseline_hardware'].iloc[0]} / entry (above 1: faster than baseline)")
     handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=v) for v, c in VERDICT_COLORS.items()]
     handles.append(plt.Rectangle((0, 0), 1, 1, color="0.88", label=f"same: 1 ± {threshold:g}"))
-    ax.legend(handles=handles, fontsize=7, loc="best")
+    _legend(ax, handles=handles, fontsize=7)
     fig.tight_layout()
     return fig
 
@@ -419,10 +456,10 @@ def pay_off(t: Tables) -> plt.Figure | str:
                 )
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_title(f"{model} · {hardware}", fontsize=9)
+        _title(ax, f"{model} · {hardware}")
         ax.set_xlabel("calls")
         ax.set_ylabel("cumulative time (s)")
-        ax.legend(fontsize=7)
+        _legend(ax, fontsize=7)
     fig.tight_layout()
     return fig
 
@@ -454,8 +491,8 @@ def stream_time(t: Tables) -> plt.Figure | str:
         ax.set_yscale("log")
         ax.set_xlabel(f"call ({sub['axis'].iloc[0]} varies)")
         ax.set_ylabel("cumulative time (s)")
-        ax.set_title(f"{model} · {hardware}", fontsize=9)
-        ax.legend(fontsize=7)
+        _title(ax, f"{model} · {hardware}")
+        _legend(ax, fontsize=7)
     fig.tight_layout()
     return fig
 
@@ -480,9 +517,9 @@ def compile_depth(t: Tables) -> plt.Figure | str:
             )  # fmt: skip
         ax.set_xlabel("num_hidden_layers")
         ax.set_ylim(bottom=0)
-        ax.set_title(f"{model} · {hardware}", fontsize=9)
+        _title(ax, f"{model} · {hardware}")
         ax.set_ylabel("cold compile (s)")
-        ax.legend(fontsize=7)
+        _legend(ax, fontsize=7)
     fig.tight_layout()
     return fig
 
@@ -518,9 +555,9 @@ def starts(t: Tables) -> plt.Figure | str:
             ax.axvline(float(eager.iloc[0]), color="0.3", ls="--", lw=1, label="eager's start")
         ax.set_yticks(sub.index, sub["path"], fontsize=8)
         ax.invert_yaxis()
-        ax.set_title(f"{key[1]} · {key[2]} · {key[0]}", fontsize=9)
+        _title(ax, f"{key[1]} · {key[2]} · {key[0]}")
         ax.set_xlabel("seconds from process start to first output")
-    axes[0][0].legend(fontsize=7, ncol=4, loc="lower right")
+    _legend(axes[0][0], fontsize=7)
     fig.tight_layout()
     return fig
 
@@ -560,10 +597,10 @@ def training_steps(t: Tables) -> plt.Figure | str:
         ax.set_yticks(range(len(bars)), [name for name, *_ in bars], fontsize=8)
         ax.invert_yaxis()
         ax.set_xlabel("ms per optimizer step (dot: interleaved median, 95% interval)")
-        ax.set_title(f"{model} · {hardware}", fontsize=9)
+        _title(ax, f"{model} · {hardware}")
         handles, labels = ax.get_legend_handles_labels()
         unique = dict(zip(labels, handles))
-        ax.legend(unique.values(), unique.keys(), fontsize=7, ncol=4, loc="lower right", frameon=False)
+        _legend(ax, unique.values(), unique.keys(), fontsize=7, frameon=False)
     fig.tight_layout()
     return fig
 
@@ -605,7 +642,6 @@ FIGURES: dict[str, Callable[[Tables], plt.Figure | str]] = {
     "training": training_steps,
     "distributions": latency_distributions,
     "compile_phases": compile_phase_bars,
-    "speedup_heatmap": speedup_heatmap,
     "compile_cost": compile_cost,
 }
 
