@@ -74,7 +74,23 @@ def test_an_aa_history_of_the_same_size_reports_no_change(tmp_path):
     path = history(tmp_path, [1.0] * RUNS, seed=1)
     assert {key: c for key, c in found(path).items() if c} == {}
     done = compilebench("history", "regressions", "--store", path, "--fail-on-regression")
-    assert done.returncode == 0 and "0 with a change, 0 regressed" in done.stdout
+    assert done.returncode == 0 and "0 with a change, 0 lost in the newest run, 0 regressed" in done.stdout
+
+
+def test_a_newest_run_whose_results_all_failed_is_a_regression_named_with_its_error(tmp_path):
+    path = history(tmp_path, [1.0] * 3)
+    broken = synthetic_run(tmp_path / "run4", 4, 1.0, np.random.default_rng(4))
+    for result_path in (broken / "results").rglob("*.json"):
+        result = json.loads(result_path.read_text())
+        if result.get("status") == "ok":
+            result.update(status="failed", error={"message": "the benchmark process was killed by SIGKILL"})
+            result_path.write_text(json.dumps(result))
+    store.add(broken, path)
+    done = compilebench("history", "regressions", "--store", path, "--fail-on-regression")
+    assert done.returncode == 1, done.stdout + done.stderr
+    lost = [line for line in done.stdout.splitlines() if "ok → failed in the newest run" in line]
+    assert lost and all(line.endswith("killed by SIGKILL  REGRESSION") for line in lost)
+    assert f"{len(lost)} lost in the newest run, {len(lost)} regressed" in done.stdout
 
 
 def two_speed_history(tmp_path: Path, factors: list[float], seed: int) -> Path:

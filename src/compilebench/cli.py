@@ -96,6 +96,7 @@ def history(args: argparse.Namespace) -> int:
     with store.opened(args.store) as connection:
         series = changes.read_series(connection)
         runs = [row[0] for row in connection.execute("SELECT run_id FROM runs ORDER BY finished_at, run_id")]
+        lost = changes.lost_results(connection, runs)
     found = changes.all_changes(series)
     if args.verb == "report":
         written = dashboard.write_site(series, found, len(runs), args.out)
@@ -119,9 +120,12 @@ def history(args: argparse.Namespace) -> int:
             f"{runs.index(change.run_id) + 1} of {len(runs)} ({change.run_id[:12]}, {change.finished_at}"
             f"{', torch ' + change.torch if change.torch else ''})"
         )
-    regressed = sum(change.regression for change in latest.values())
-    print(f"{len(series)} series over {len(runs)} runs: {len(latest)} with a change, {regressed} regressed "
-          f"({changes.METHOD})")  # fmt: skip
+    for gone in lost:
+        why = f": {' '.join(str(gone.error).split())[:200]}" if gone.error else ""
+        print(f"{gone.hardware}/{gone.model}/{gone.mode}: ok → {gone.status} in the newest run{why}  REGRESSION")
+    regressed = sum(change.regression for change in latest.values()) + len(lost)
+    print(f"{len(series)} series over {len(runs)} runs: {len(latest)} with a change, {len(lost)} lost in the newest "
+          f"run, {regressed} regressed ({changes.METHOD})")  # fmt: skip
     return 1 if args.fail_on_regression and regressed else 0
 
 

@@ -207,3 +207,28 @@ def latest_changes(found: dict[Key, list[Change]], since: str | None = None, run
         if kept:
             latest[key] = kept[-1]
     return latest
+
+
+@dataclass(frozen=True)
+class Lost:
+    """An experiment the run before the newest measured ok that the newest did not: failed, timed out, unsupported,
+    or not in it at all."""
+
+    hardware: str
+    model: str
+    mode: str
+    status: str  # the newest run's, or `missing`
+    error: str | None
+
+
+def lost_results(connection: sqlite3.Connection, runs: list[str]) -> list[Lost]:
+    """What the newest run lost of the run before it, as `compilebench compare` counts ok → not ok a regression."""
+    if len(runs) < 2:
+        return []
+    previous, newest = runs[-2], runs[-1]
+    query = "SELECT hardware, model, mode, status, error FROM results WHERE run_id = ?"
+    before = {tuple(row[:3]) for row in connection.execute(query, (previous,)) if row[3] == "ok"}
+    now = {tuple(row[:3]): (row[3], row[4]) for row in connection.execute(query, (newest,))}
+    return [
+        Lost(*key, *now.get(key, ("missing", None))) for key in sorted(before) if now.get(key, ("missing",))[0] != "ok"
+    ]
