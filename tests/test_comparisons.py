@@ -531,3 +531,17 @@ def test_a_mode_whose_calls_fault_is_flagged_with_what_a_thousand_faults_cost_it
     quiet = summaries.combine(exp, [faulting_record([10, 20] * 5, rng)], [])["page_faults"]
     assert quiet["flagged"] is False and quiet["ms_per_1000"] is None
     assert "page_faults" not in summaries.combine(exp, [process_record(1.0, 1.0, rng)], [])  # measured before
+
+
+def test_a_backup_copy_beside_a_result_is_ignored_with_a_warning_never_read_as_the_result(tmp_path):
+    synthetic_results(tmp_path / "base" / "results")
+    slower = scaled_copy(tmp_path / "base", tmp_path / "new", 2.0)
+    result = slower / "results" / "runs" / "cpu" / "resnet" / "compile-default.json"
+    base = tmp_path / "base" / "results" / "runs" / "cpu" / "resnet" / "compile-default.json"
+    backup = result.with_name("compile-default.old.json")  # sorts after the result: read last, it used to win
+    shutil.copy(base, backup)
+    done = compilebench("compare", tmp_path / "base", slower)
+    assert done.returncode == 0, done.stderr
+    assert f"{backup} is not a result of this run and is ignored" in done.stdout + done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("cpu/resnet/compile-default:"))
+    assert "slower" in line and "compile-default.old" not in done.stdout

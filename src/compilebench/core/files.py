@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import math
 import os
 import tempfile
@@ -26,6 +27,8 @@ from .records import (
     Result,
     identity,
 )
+
+log = logging.getLogger(__name__)
 
 
 def _plain(value: Any) -> Any:
@@ -86,10 +89,33 @@ def failure_of(path: str | Path | None) -> ErrorInfo | None:
 
 
 def run_result_paths(folder: str | Path) -> list[Path]:
-    """The result files of one run: `folder` is a project folder or its `results/` folder."""
+    """The result files of one run: `folder` is a project folder or its `results/` folder. Only a file at its own
+    experiment's path (`runs/HARDWARE/MODEL/MODE.json` of the hardware, model and mode it records) is one: any
+    other JSON there (a backup copy beside a result) is named in a warning and never read as a result."""
     folder = Path(folder)
     root = next((r for r in (folder / "results" / "runs", folder / "runs") if r.is_dir()), None)
-    return sorted(root.glob("*/*/*.json")) if root else []
+    found = []
+    for path in sorted(root.glob("*/*/*.json")) if root else []:
+        if (elsewhere := _recorded_elsewhere(path)) is None:
+            found.append(path)
+        else:
+            log.warning("%s is not a result of this run and is ignored: %s", path, elsewhere)
+    return found
+
+
+def _recorded_elsewhere(path: Path) -> str | None:
+    """Why the JSON at `path` is not the result at its path: the experiment it records has another path. None
+    where it is, or where it cannot be read (reading it then names what is wrong)."""
+    try:
+        record = read_json(path)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(record, dict) or not all(isinstance(record.get(k), str) for k in ("hardware", "model", "mode")):
+        return None
+    own = path.parents[2] / record["hardware"] / record["model"] / f"{record['mode']}.json"
+    if own == path:
+        return None
+    return f"it records {record['hardware']}/{record['model']}/{record['mode']}, whose result is {own}"
 
 
 class BadResult(UserError):
