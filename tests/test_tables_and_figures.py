@@ -399,6 +399,12 @@ def test_each_runtime_is_set_against_the_best_torch_mode_with_an_interval(tmp_pa
     assert said.startswith("Against it, onnxruntime 2.") and ", faster, " in said
     assert runtime_tables.answer_clause(table, "cpu", "resnet", "eager") is None
     assert runtime_tables.answer_clause(table, "cpu", "llama", "compile-default") is None
+    # on a busy machine its verdict is Table 1's: unclear, whatever its interval alone says
+    assert ort["verdict"] == "faster"
+    busy = runs.assign(machine_busy=runs["machine_busy"].where(runs["mode"] != "onnxruntime", True))
+    judged = runtime_tables.runtimes(read_results(paths), speedup_tables.speedups(busy), 0.05, started)
+    row = judged.set_index("mode").loc["onnxruntime"]
+    assert (row["against_noise"], row["verdict"], row["verdict_why"]) == ("faster", "unclear", "machine not steady")
 
 
 def test_the_memory_figure_sets_each_mode_started_alone_beside_its_measuring_process(synthetic_tables):

@@ -152,7 +152,9 @@ def _latency_samples(src: Sources) -> pd.DataFrame:
     and eager as timed beside the mode against the eager job's (``eager_job_ratio``, with its interval and
     ``eager_job_flagged``: the speedup's eager is not the eager a user who runs eager alone sees), and the
     machine's parallel speedup (all threads over one on a matrix product) in the mode's processes and in the eager
-    job's (``parallel_speedup``, ``eager_job_parallel_speedup``): the machine's state in each.""",
+    job's (``parallel_speedup``, ``eager_job_parallel_speedup``): the machine's state in each. ``verdict`` and
+    ``verdict_why`` are what every table that states a verdict prints: ``against_noise`` where the machine was
+    steady, no level moved and the speedup as each job timed alone agrees, else unclear and why.""",
 )
 def _speedups(src: Sources) -> pd.DataFrame:
     return speedup_tables.speedups(src.runs, src.params["threshold"], src.results)

@@ -51,7 +51,6 @@ from .findings import (
     training_findings,
 )
 from .rows import (
-    VERDICT_WORDS,
     agreeing_means,
     answer,
     at_a_glance,
@@ -173,7 +172,7 @@ def training_answer(training: pd.DataFrame) -> list[str]:
         first = frame.iloc[0]
         modes = [
             f"{r['mode']} {r['speedup']:.2f}× ({r['speedup_ci95_low']:.2f}–{r['speedup_ci95_high']:.2f}), "
-            f"{VERDICT_WORDS.get(r.get('against_noise'), 'unclear')}"
+            f"{r.get('verdict') or 'unclear'}{f' ({w})' if isinstance(w := r.get('verdict_why'), str) else ''}"
             if r["status"] == "ok" and not pd.isna(r.get("speedup"))
             else f"{r['mode']} {r['status']}"
             for r in records(frame)

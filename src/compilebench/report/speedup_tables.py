@@ -11,6 +11,7 @@ from ..core import kinds
 from ..core.records import CONFIG_SWEEP_KEYS, SWEEP_KEYS
 from ..core.thresholds import DEFAULT_THRESHOLD
 from .tables import SWEEP_COLUMNS, inference_only, mode_columns
+from .verdicts import verdict_in_words
 
 
 def scaling(runs: pd.DataFrame, results: list[dict] = (), threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
@@ -182,7 +183,11 @@ def speedups(runs: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, results: 
         "compile_s",
         "correct",
     ]
-    return modes[columns].reset_index(drop=True)
+    table = modes[columns].reset_index(drop=True)
+    said = [verdict_in_words(row) for row in table.to_dict("records")]
+    table["verdict"] = [verdict for verdict, _ in said]  # what every table that states a verdict prints
+    table["verdict_why"] = [why for _, why in said]
+    return table
 
 
 def eager_beside(results: list[dict]) -> dict[tuple[str, str, str], dict]:

@@ -26,7 +26,7 @@ PREPARATION_COLUMNS = ["isa_probe_s", "first_call_s", "script_s", "export_s", "p
 
 
 # A mode's speedup over eager, as the speedups table gives it, in the tables that set modes side by side.
-SPEEDUP_COLUMNS = ["speedup", "speedup_ci95_low", "speedup_ci95_high", "against_noise"]
+SPEEDUP_COLUMNS = ["speedup", "speedup_ci95_low", "speedup_ci95_high", "against_noise", "verdict", "verdict_why"]
 SAMPLE_KEYS = ["hardware", "model", "mode", "dtype", "batch_size", *SWEEP_COLUMNS]
 
 
