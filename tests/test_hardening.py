@@ -19,7 +19,6 @@ from compilebench.analysis import run_folders, summaries
 from compilebench.configuration import config as configuration
 from compilebench.core import files
 from compilebench.core.errors import UserError
-from compilebench.parent import jobs
 from compilebench.worker import runner
 
 as_root = pytest.mark.skipif(os.getuid() != 0, reason="giving a folder to another user needs root")
@@ -226,6 +225,12 @@ def test_a_killed_jobs_scratch_folder_is_removed_by_the_next_job(tmp_path, monke
     live = tmp_path / f"compilebench-starts-{os.getpid()}-x2"
     stale.mkdir()
     live.mkdir()
-    with jobs.scratch_folder("compilebench-starts-") as scratch:
+    with files.scratch_folder("compilebench-starts-") as scratch:
         assert Path(scratch).name.startswith(f"compilebench-starts-{os.getpid()}-")
     assert not stale.exists() and live.exists()
+    # every scratch folder a job or its worker makes is named so: a killed ONNX Runtime job leaves none for good
+    made = {"compilebench-job-", "compilebench-starts-", "compilebench-work-", "compilebench-cache-",
+            "compilebench-processes-"}  # fmt: skip
+    source = "\n".join(path.read_text() for path in Path(files.__file__).parents[1].rglob("*.py"))
+    assert set(re.findall(r'scratch_folder\("(compilebench-[a-z]+-)"\)', source)) == made
+    assert "TemporaryDirectory(" not in source.replace("tempfile.TemporaryDirectory(prefix=f\"{prefix}", "")

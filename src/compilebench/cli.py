@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from .configuration import config as configuration
 from .configuration import plan, schema
 from .core import thresholds
 from .core.experiment import Experiment
+from .core.files import scratch_folder
 from .core.joblog import log_to_stderr
 from .core.records import Result
 from .parent import jobs
@@ -186,7 +186,7 @@ def benchmark_job(
     """Measure one experiment in its `measure.processes` processes, one after another, and write its result: the
     command line's way. The workflow runs each process as a job of its own (`jobs.process_job`), so that the rounds
     of all experiments interleave, and makes the result from their records afterwards (`summaries.result_job`)."""
-    with tempfile.TemporaryDirectory(prefix="compilebench-processes-") as folder:
+    with scratch_folder("compilebench-processes-") as folder:
         paths = [Path(folder) / f"{k}.json" for k in range(1, exp.measure.processes + 1)]
         caches = Path(folder) / "caches"
         for k, path in enumerate(paths, 1):

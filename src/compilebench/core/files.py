@@ -8,10 +8,13 @@ import json
 import logging
 import math
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from .errors import UserError
 from .experiment import Experiment
@@ -391,3 +394,14 @@ def sha256_of(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def scratch_folder(prefix: str) -> tempfile.TemporaryDirectory:
+    """A job's scratch folder on the machine's own disk, named with its process id; first, each such folder of this
+    user's that a job killed before it could clean up (its process gone) left behind is removed."""
+    root = Path(tempfile.gettempdir())
+    for stale in root.glob(f"{prefix}*-*"):
+        pid = stale.name[len(prefix) :].split("-", 1)[0]
+        if pid.isdigit() and stale.is_dir() and stale.stat().st_uid == os.getuid() and not psutil.pid_exists(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    return tempfile.TemporaryDirectory(prefix=f"{prefix}{os.getpid()}-")

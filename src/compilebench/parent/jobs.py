@@ -17,17 +17,14 @@ import platform
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
-
-import psutil
 
 from ..analysis import levels
 from ..core import kinds, layout
 from ..core.errors import UserError
 from ..core.experiment import PINNED_ALLOCATOR, Experiment, ModeSettings
-from ..core.files import failure_of, read_json, write_failure, write_json
+from ..core.files import failure_of, read_json, scratch_folder, write_failure, write_json
 from ..core.layout import PYTHON_ENV_RECORD
 from ..core.records import (
     EnvironmentRequest,
@@ -300,17 +297,6 @@ def process_job(
             record["cache_replaced"] = {"reason": damaged}  # its first call compiled cold: no warm start
             write_json(out, record)
     return record
-
-
-def scratch_folder(prefix: str) -> tempfile.TemporaryDirectory:
-    """A job's scratch folder on the machine's own disk, named with its process id; first, each such folder of this
-    user's that a job killed before it could clean up (its process gone) left behind is removed."""
-    root = Path(tempfile.gettempdir())
-    for stale in root.glob(f"{prefix}*-*"):
-        pid = stale.name[len(prefix) :].split("-", 1)[0]
-        if pid.isdigit() and stale.is_dir() and stale.stat().st_uid == os.getuid() and not psutil.pid_exists(int(pid)):
-            shutil.rmtree(stale, ignore_errors=True)
-    return tempfile.TemporaryDirectory(prefix=f"{prefix}{os.getpid()}-")
 
 
 def _measured_again_while_shifted(

@@ -19,11 +19,11 @@ from pathlib import Path
 
 from ..core import kinds
 from ..core.experiment import Experiment
-from ..core.files import STARTS_SCHEMA, artifact_bytes, read_json, write_json
+from ..core.files import STARTS_SCHEMA, artifact_bytes, read_json, scratch_folder, write_json
 from ..core.records import ARTIFACT_PATHS, ArtifactRequest, ErrorInfo, StartRequest, now
 from ..core.supervise import death, die_with_snakemake, supervised
 from . import pyenv
-from .jobs import apply_hardware, cache_env, checks_upstream, scratch_folder
+from .jobs import apply_hardware, cache_env, checks_upstream
 
 log = logging.getLogger(__name__)
 

@@ -17,6 +17,7 @@ import torch
 from ..core import kinds
 from ..core.errors import Unsupported, UserError
 from ..core.experiment import PINNED_ALLOCATOR, Experiment, ModelSpec
+from ..core.files import scratch_folder
 from ..core.records import error_info, now, result_header
 from . import compile_phases, correctness, profiling, quantization, streams, timing, training, wrappers
 from .dynamo_counters import CompilerHealth
@@ -117,7 +118,7 @@ class private_compile_cache:
     KEYS = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 
     def __enter__(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="compilebench-cache-")
+        self.tmp = scratch_folder("compilebench-cache-")
         self.saved = {k: os.environ.get(k) for k in self.KEYS}
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(self.tmp.name, "inductor")
         os.environ["TRITON_CACHE_DIR"] = os.path.join(self.tmp.name, "triton")
@@ -156,7 +157,7 @@ def measuring_process(exp: Experiment) -> Iterator[Process]:
     model = build(exp.model, spec, exp.seed, device)
     health = CompilerHealth()
     health.start()
-    with tempfile.TemporaryDirectory(prefix="compilebench-work-") as workdir, torch.no_grad():
+    with scratch_folder("compilebench-work-") as workdir, torch.no_grad():
         with precision(device, spec.dtype), wrappers.configured(exp.mode_settings):
             compile_phases.start()
             yield Process(exp, model, timing.Clock(device), workdir, memory, health, wrappers.generated_code())
