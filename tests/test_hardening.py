@@ -233,4 +233,4 @@ def test_a_killed_jobs_scratch_folder_is_removed_by_the_next_job(tmp_path, monke
             "compilebench-processes-"}  # fmt: skip
     source = "\n".join(path.read_text() for path in Path(files.__file__).parents[1].rglob("*.py"))
     assert set(re.findall(r'scratch_folder\("(compilebench-[a-z]+-)"\)', source)) == made
-    assert "TemporaryDirectory(" not in source.replace("tempfile.TemporaryDirectory(prefix=f\"{prefix}", "")
+    assert "TemporaryDirectory(" not in source.replace('tempfile.TemporaryDirectory(prefix=f"{prefix}', "")
