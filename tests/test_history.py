@@ -166,6 +166,31 @@ def test_a_newer_store_a_broken_store_and_a_run_with_a_bad_result_are_refused_na
     assert done.returncode == 2 and "--as 'cpu' needs --hardware" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("where", "value", "said"),
+    [
+        (("stats", "median_ms"), '"fast"', "latency_ms value 'fast'"),
+        (("stats", "median_ms"), "null", "latency_ms value None"),
+        (("stats", "median_ms"), "1e400", "latency_ms value inf"),
+        (("speedup", "value"), "-2.0", "speedup value -2.0"),
+    ],
+)
+def test_a_value_that_would_poison_the_store_is_refused_at_add_and_the_store_still_reports(
+    tmp_path, where, value, said
+):
+    path = history(tmp_path, [1.0] * 2)
+    bad = synthetic_run(tmp_path / "bad", 9, 1.0, np.random.default_rng(0))
+    result_path = bad / "results" / "runs" / "cpu" / "resnet" / "compile-default.json"
+    result = json.loads(result_path.read_text())
+    result[where[0]][where[1]] = 987654.321  # a placeholder the JSON text then carries as written
+    result_path.write_text(json.dumps(result).replace("987654.321", value))
+    done = compilebench("history", "add", bad, "--store", path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "cpu/resnet/compile-default" in done.stderr and said in done.stderr and "Nothing was added" in done.stderr
+    assert compilebench("history", "regressions", "--store", path).returncode == 0
+    assert compilebench("history", "report", "--store", path, tmp_path / "site").returncode == 0
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
 def test_the_dashboard_opens_offline_every_chart_has_data_and_no_console_errors(tmp_path):
     from playwright.sync_api import sync_playwright

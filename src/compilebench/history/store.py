@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sqlite3
 import statistics
 from collections.abc import Iterator
@@ -142,6 +143,8 @@ def add(project: str | Path, store: str | Path, hardware: str | None = None, fil
     environments = {path.stem: read_json(path) for path in sorted((folder / "env").glob("*.json"))}
     if hardware is not None:
         results, environments = _one_entry(results, environments, hardware, filed_as or hardware, folder)
+    for key, result in results.items():
+        _refuse_bad_values(key, result, project, store)
     run = _run_row(results, environments, Path(project).resolve())
     with opened(store, create=True) as connection:
         connection.execute("BEGIN IMMEDIATE")  # the write lock first: a second append waits, then finds the run
@@ -210,6 +213,35 @@ def _insert_result(connection, run_id: str, key: tuple, result: dict, environmen
             "INSERT INTO process_values VALUES (?, ?, ?, ?, ?, ?, ?)",
             [(run_id, hardware, model, mode, metric, k, v) for k, v in enumerate(replicates, 1)],
         )
+
+
+# Metrics a result may give as zero (a compile that read everything from a cache); every other is above zero.
+MAY_BE_ZERO = ("compile_s", "compile_warm_s")
+
+
+def _refuse_bad_values(key: tuple, result: dict, project, store) -> None:
+    """Refuse, before anything is written, an ok result whose figures are not finite numbers above zero (zero
+    allowed for compile times), naming the experiment and the figure: one such value would break every later
+    report of the store."""
+    where = f"The result {'/'.join(key)} in {project}"
+    if result["status"] != "ok":
+        return
+    try:
+        values = measured_values(result)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UserError(f"{where} lacks a figure history keeps ({type(exc).__name__}: {exc}); nothing was added "
+                        f"to {store}.") from None  # fmt: skip
+    for metric, (value, low, high), replicates in values:
+        for name, number in (("value", value), ("interval low", low), ("interval high", high),
+                             *((f"process {k}", v) for k, v in enumerate(replicates, 1))):  # fmt: skip
+            if number is None and name.startswith("interval"):
+                continue
+            plain = isinstance(number, (int, float)) and not isinstance(number, bool) and math.isfinite(number)
+            if not plain or number < 0 or (number == 0 and metric not in MAY_BE_ZERO):
+                raise UserError(
+                    f"{where} gives {metric} {name} {number!r}: expected a finite number above zero. Nothing was "
+                    f"added to {store}; measure the experiment again, or remove the edited result."
+                )
 
 
 def measured_values(result: dict) -> list[tuple[str, tuple, list[float]]]:
