@@ -545,3 +545,10 @@ def test_a_backup_copy_beside_a_result_is_ignored_with_a_warning_never_read_as_t
     assert f"{backup} is not a result of this run and is ignored" in done.stdout + done.stderr
     line = next(line for line in done.stdout.splitlines() if line.startswith("cpu/resnet/compile-default:"))
     assert "slower" in line and "compile-default.old" not in done.stdout
+
+
+def test_compare_out_that_is_a_folder_is_refused_before_anything_is_printed(tmp_path):
+    synthetic_results(tmp_path / "run" / "results")
+    done = compilebench("compare", tmp_path / "run", tmp_path / "run", "--out", tmp_path)
+    assert done.returncode == 2 and f"--out {tmp_path}: expected a CSV file" in done.stderr
+    assert done.stdout == "" and "Traceback" not in done.stderr

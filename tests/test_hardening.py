@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import planned_outputs, snakemake, tiny_config
+from helpers import compilebench, planned_outputs, snakemake, tiny_config
 
 from compilebench import cli
 from compilebench.analysis import run_folders, summaries
@@ -98,6 +98,30 @@ def test_a_yaml_alias_bomb_is_refused_at_once_naming_the_file(tmp_path):
     assert time.perf_counter() - started < 10
     with pytest.raises(configuration.ConfigError, match="The config expands"):  # as Snakemake hands it over
         configuration.validate(yaml.safe_load(bomb.read_text()))
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (("a: " + "[" * 5000 + "]" * 5000 + "\n").encode(), "nests its mappings or lists too deeply"),
+        ("title: caf\xe9\nmodels: {}\n".encode("latin-1"), "is not UTF-8 text (byte 0xe9 at offset 10)"),
+    ],
+)
+def test_a_config_too_deep_or_not_utf8_is_one_paragraph_naming_the_file(tmp_path, content, said):
+    path = tmp_path / "config.yaml"
+    path.write_bytes(content)
+    done = compilebench("check", "--config", path)
+    assert done.returncode == 2 and said in done.stderr and str(path) in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_yaml_merge_key_merges_and_may_override_what_it_merges():
+    from compilebench.configuration.yaml_files import read_yaml
+
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as handle:
+        handle.write("base: &b {x: 1, y: 2}\nother:\n  <<: *b\n  y: 3\n")
+        handle.flush()
+        assert read_yaml(handle.name)["other"] == {"x": 1, "y": 3}
 
 
 def _records_of(project, name="cpu/llama/eager"):

@@ -199,6 +199,11 @@ def compare(args: argparse.Namespace) -> int:
     for flag, value in (("--threshold", args.threshold), ("--compile-threshold", args.compile_threshold)):
         if not 0 < value < 1:
             raise configuration.UserError(f"{flag} is {value}: expected a fraction between 0 and 1, such as 0.05.")
+    if args.out and (Path(args.out).is_dir() or not Path(args.out).resolve().parent.is_dir()):
+        raise configuration.UserError(
+            f"--out {args.out}: expected a CSV file to write in an existing folder, not "
+            f"{'a folder' if Path(args.out).is_dir() else 'a path whose folder does not exist'}."
+        )
     base, new = run_folders.run_results(args.base), run_folders.run_results(args.new)
     if not set(base) & set(new):
         raise configuration.UserError(

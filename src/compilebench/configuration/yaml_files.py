@@ -9,6 +9,8 @@ import yaml
 
 from ..core.errors import ConfigError, UserError  # noqa: F401  (UserError: the base callers catch)
 
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
 
 class _UniqueKeys(yaml.SafeLoader):
     """YAML that refuses a key given twice in one mapping, where plain YAML keeps the later value silently."""
@@ -16,6 +18,8 @@ class _UniqueKeys(yaml.SafeLoader):
     def construct_mapping(self, node, deep=False):
         lines: dict[Any, int] = {}
         for key_node, _ in node.value:
+            if key_node.tag == MERGE_TAG:  # `<<: *defaults`: merged keys may be given again, to override them
+                continue
             key = self.construct_object(key_node, deep=True)
             if key in lines and key != "<<":
                 raise yaml.constructor.ConstructorError(
@@ -56,9 +60,19 @@ def read_yaml(path: str | Path) -> dict:
     """A config file's mapping, or one paragraph naming the file and the line where its YAML breaks."""
     path = Path(path)
     try:
-        config = yaml.load(path.read_text(), Loader=_UniqueKeys) or {}
+        config = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeys) or {}
     except FileNotFoundError:
         raise ConfigError(f"Config file {path} does not exist.") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"Config file {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}): "
+            "save it as UTF-8, the encoding YAML configs are read in."
+        ) from None
+    except RecursionError:
+        raise ConfigError(
+            f"Config file {path} nests its mappings or lists too deeply to read: expected a config a few levels "
+            "deep (models, their settings, their values)."
+        ) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"Config file {path} is not valid YAML{_yaml_problem(exc)}.") from None
     if not isinstance(config, dict):
