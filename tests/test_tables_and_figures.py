@@ -141,6 +141,12 @@ def test_limits_compare_achieved_rates_with_the_device_peak(synthetic_tables):
     assert llama["metric"] == "memory bandwidth" and llama["peak_source"] == "config"
     assert llama["achieved"] == pytest.approx(14e9 * tokens / 1e9)
     assert llama["fraction_of_peak"] == pytest.approx(llama["achieved"] / 100.0)
+    # weights that fit in the last-level cache are read from it: no DRAM bandwidth is set against them
+    cached = synthetic_tables.runs.assign(llc_bytes=2 * 14e9)
+    llama = hardware_tables.limits(cached, {"cpu": {"memory_bandwidth_gbs": 100.0}}).set_index(["hardware", "model"])
+    row = llama.loc[("cpu", "llama")].iloc[0]
+    assert row["bound"].startswith("in cache (13351 MiB of weights, 26703 MiB cache)") and pd.isna(row["measured"])
+    assert pd.isna(row["fraction_of_peak"]) and pd.isna(row["fraction_of_measured"]) and not row["above_peak"]
 
 
 def test_unknown_devices_get_the_fraction_of_their_measured_ceiling_only(synthetic_tables):

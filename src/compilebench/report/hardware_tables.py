@@ -27,11 +27,16 @@ def limits(runs: pd.DataFrame, peak_overrides: dict[str, dict | None]) -> pd.Dat
         if peak is None and per_core is not None and not pd.isna(per_core):
             peak = computed_lookup(run.get("device_name"), per_core, run["computed_peak_source"], threads)
         row = {k: run.get(k) for k in ("hardware", "model", "mode", "device_name", "compute_dtype")}
+        bound = None
         if run["task"] == "text-generation":
             steps_per_s = (run.get("decode_tokens_per_s") or float("nan")) / run["batch_size"]
             achieved, limit = run["parameter_bytes"] * steps_per_s / 1e9, (peak or {}).get("memory_bandwidth_gbs")
             measured = run.get("measured_memory_bandwidth_gbs")
             row.update(metric="memory bandwidth", unit="GB/s")
+            if in_cache(run):  # its weights stay in the last-level cache: DRAM does not bound it
+                limit = measured = None
+                weights, cache = run["parameter_bytes"] / 2**20, run["llc_bytes"] / 2**20
+                bound = f"in cache ({weights:.0f} MiB of weights, {cache:.0f} MiB cache): no DRAM bound"
         else:
             achieved = (
                 run["flops_per_call"] / (run["median_ms"] / 1e3) / 1e12 if run.get("flops_per_call") else float("nan")
@@ -49,8 +54,9 @@ def limits(runs: pd.DataFrame, peak_overrides: dict[str, dict | None]) -> pd.Dat
             peak=limit,
             fraction_of_peak=achieved / limit if limit else None,
             above_peak=bool(limit) and achieved > limit,
-            peak_device=(peak or {}).get("name"),
-            peak_source=(peak or {}).get("source"),
+            peak_device=(peak or {}).get("name") if limit else None,
+            peak_source=(peak or {}).get("source") if limit else None,
+            bound=bound,
         )
         rows.append(row)
     columns = [
@@ -70,8 +76,15 @@ def limits(runs: pd.DataFrame, peak_overrides: dict[str, dict | None]) -> pd.Dat
         "above_peak",
         "peak_device",
         "peak_source",
+        "bound",
     ]
     return pd.DataFrame(rows, columns=columns)
+
+
+def in_cache(run: dict) -> bool:
+    """Whether a run's weights fit in the CPU's last-level cache, so that reading them is no DRAM traffic."""
+    cache, weights = run.get("llc_bytes"), run.get("parameter_bytes")
+    return not (pd.isna(cache) or pd.isna(weights)) and run.get("device") == "cpu" and weights <= cache
 
 
 def unbacked_fast_math(fpmath_mode, bf16_native, device) -> bool:

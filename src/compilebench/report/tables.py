@@ -160,6 +160,7 @@ def _run_row(result: dict, path: str) -> dict:
         "host": environment.get("hostname"),
         **{f"measured_tflops_{dtype}": ceilings.get("tflops", {}).get(dtype) for dtype in CEILING_DTYPES},
         "measured_memory_bandwidth_gbs": ceilings.get("memory_bandwidth_gbs"),
+        "llc_bytes": environment.get("llc_bytes"),
         "computed_peak_per_core_tflops_float32": ((computed.get("per_core_tflops") or {}).get("float32")),
         "computed_peak_source": computed.get("source"),
         **{

@@ -56,11 +56,29 @@ def cpu_info() -> dict:
         "computed_peak": peaks.computed_cpu_peak(arm_core or model, simd, max_mhz()),
         "arch": platform.machine(),
         "logical_cores": os.cpu_count(),
+        "llc_bytes": last_level_cache_bytes(),
         "bf16_native": bool(flags & set(BF16_CPU_FLAGS)),
         "amx": "amx_tile" in flags,
         "bf16_flags": sorted(flags & set(BF16_CPU_FLAGS)),
         "capability": torch.backends.cpu.get_cpu_capability(),
     }
+
+
+def last_level_cache_bytes() -> int | None:
+    """The largest CPU cache one core reaches (the last level, L3 on most servers), from the kernel's description
+    of cpu0's caches; None where it gives none."""
+    sizes = {}
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            level = int((index / "level").read_text())
+            size = (index / "size").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(size[-1:], 1)
+        digits = size.rstrip("KMG")
+        if digits.isdigit():
+            sizes[level] = max(sizes.get(level, 0), int(digits) * scale)
+    return sizes[max(sizes)] if sizes else None
 
 
 def max_mhz() -> float | None:
@@ -235,4 +253,5 @@ def summary(full: dict) -> dict:
         "code": full["code"]["commit"],
         "ceilings": full.get("ceilings"),
         "computed_peak": (full.get("cpu") or {}).get("computed_peak"),
+        "llc_bytes": None if on_gpu else (full.get("cpu") or {}).get("llc_bytes"),
     }
