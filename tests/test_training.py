@@ -4,6 +4,7 @@ refused where a mode cannot train, and shown in the training table, its figure a
 from __future__ import annotations
 
 import copy
+import math
 import sys
 import time
 from html import unescape
@@ -153,6 +154,30 @@ def test_a_mode_whose_loss_differs_fails_the_gate_naming_the_tensor():
     check = training.check_steps(stepped, runs.reference, runs.repeat, runs.float64, 3, "float32")
     assert check["passed"] is False
     assert check["worst_tensor"] in check["reason"] and check["loss_max_rel"] == pytest.approx(0.5, rel=1e-3)
+
+
+def test_a_step_that_diverges_after_the_checked_steps_fails_correctness_naming_when():
+    """Eager and the mode agree over the checked steps; then a weight is made NaN, as a learning rate too high
+    does some steps later: the check after the timed steps fails, naming the step count, and a NaN within the
+    checked steps is reported as NaN, not as 0.0."""
+    config = training_config()
+    exp = configuration.experiment(config, "vit.train", "eager", "cpu")
+    built = build("vit.train", exp.spec, exp.seed, "cpu")
+    runs = training.eager_runs(exp, built)
+    mode = training.Trainee(training.training_copy(built.module), exp.spec.train, runs.batch, training.EAGER)
+    stepped, _ = training.trajectory(mode, exp.spec.train.steps_checked)
+    check = training.check_steps(stepped, runs.reference, runs.repeat, runs.float64, 3, "float32")
+    assert check["passed"] and training.finite_after_timing(check, runs.eager, mode) == check
+    for _ in range(4):  # the timed steps
+        mode.step()
+    with torch.no_grad():
+        next(mode.module.parameters()).fill_(float("nan"))
+    failed = training.finite_after_timing(check, runs.eager, mode)
+    assert failed["passed"] is False and failed["diverged_after_steps"] == 7
+    assert failed["reason"].startswith("the mode's weight ") and "after 7 steps, past the 3 checked" in failed["reason"]
+    poisoned = training.Trajectory(stepped.losses * float("nan"), stepped.grads, stepped.params)
+    check = training.check_steps(poisoned, runs.reference, runs.repeat, runs.float64, 3, "float32")
+    assert check["passed"] is False and math.isnan(check["loss_max_rel"])
 
 
 def test_compiled_autograd_made_absent_is_unsupported_with_the_reason(monkeypatch):

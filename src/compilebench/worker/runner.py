@@ -279,6 +279,7 @@ def measure_training(process: Process, probed: dict, cache_artifacts: str | None
     if capacity_before is not None:
         machine["capacity"] = {"before": capacity_before, "after": parallel_capacity(exp.device)}
     split = training.split_parts(runs.eager, mode, clock)
+    check = training.finite_after_timing(check, runs.eager, mode)
     seen = {"memory": memory_report(process), "compiler": process.health.report()}
     profiled = profile(process, prepared) if with_profile else None
     work = workload(process.model, exp.spec)

@@ -11,6 +11,7 @@ import ctypes
 import ctypes.util
 import gc
 import logging
+import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -105,6 +106,7 @@ class Trainee:
 
     def __init__(self, module: nn.Module, train: Train, batch: Batch, settings: ModeSettings, wrap_options=None):
         self.module, self.batch, self.settings = module, batch, settings
+        self.steps, self.last_loss = 0, None
         self.optimizer = optimizer_for(train, module)
         self.forward: Callable = module
         self.optimizer_step: Callable = self.optimizer.step
@@ -138,8 +140,17 @@ class Trainee:
         return loss.detach()
 
     def step(self) -> torch.Tensor:
+        self.steps += 1
         with torch.enable_grad():
-            return self.whole()
+            self.last_loss = self.whole()
+            return self.last_loss
+
+    def not_finite(self) -> str | None:
+        """The first of its last loss and its weights that is not finite (NaN or infinite), or None."""
+        if self.last_loss is not None and not bool(torch.isfinite(self.last_loss).all()):
+            return "its loss"
+        return next((f"weight {name}" for name, p in self.module.named_parameters()
+                     if not bool(torch.isfinite(p.detach()).all())), None)  # fmt: skip
 
     def split(self, clock: timing.Clock) -> dict[str, float]:
         """One step timed part by part, each part synchronized: forward with the loss, backward, optimizer."""
@@ -216,7 +227,7 @@ def check_steps(
     multiplier = FLOAT64_MULTIPLIER["float32" if dtype == "float32" else "reduced"]
     errors = relative_errors(eager, mode)
     for (group, name, ref, out), (_, _, rel), truth in zip(_pairs(eager, mode), errors, _truths(eager, float64)):
-        worst[group] = max(worst[group], rel)
+        worst[group] = rel if math.isnan(rel) or rel > worst[group] else worst[group]  # a NaN stays: not 0.0
         passed = out is not None and (
             bool(torch.allclose(out, ref, atol=tolerance, rtol=tolerance))
             or (truth is not None and rmse(truth, out) <= multiplier * rmse(truth, ref) + tolerance / 10)
@@ -394,6 +405,19 @@ def mode_run(exp: Experiment, built: BuiltModel, runs: EagerRuns, clock: timing.
     if runs.float64_missing:
         check["float64_missing"] = runs.float64_missing
     return mode, first_ms / 1e3, check
+
+
+def finite_after_timing(check: dict, eager: Trainee, mode: Trainee) -> dict:
+    """`check`, failed where either side's loss or weights are not finite after every step it took (the checked
+    steps, warm-up and the timed steps): a step that diverges after the checked steps trains nothing, however fast."""
+    for side, trainee in (("the mode", mode), ("eager", eager)):
+        if what := trainee.not_finite():
+            reason = (
+                f"{side}'s {what} is not finite (NaN or infinite) after {trainee.steps} steps, past the "
+                f"{check['k']} checked: the training diverged"
+            )
+            return {**check, "passed": False, "reason": reason, "diverged_after_steps": trainee.steps}
+    return check
 
 
 def summary_check(check: dict) -> dict:
