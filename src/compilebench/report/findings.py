@@ -397,12 +397,12 @@ def advice(entry: dict) -> str:
 
 
 def _mode_said(row: dict) -> str:
-    """`compile-default 0.62× (slower)`, `jit unclear (its level moved)`, `compile-max-autotune failed`."""
+    """`compile-default 0.62× (slower)`, `jit unclear (its level moved)`, `compile-max-autotune failed`: the
+    verdict and why; Table 1 has each mode's caveats."""
     if missing(row.get("speedup")):
         return f"{row['mode']} {row['verdict']}"
     why = f", {row['why']}" if row.get("why") else ""
-    caveat = f"; {', '.join(row['caveats'])}" if row["caveats"] else ""
-    return f"{row['mode']} {row['speedup']:.2f}× ({row['verdict']}{why}{caveat})"
+    return f"{row['mode']} {row['speedup']:.2f}× ({row['verdict']}{why})"
 
 
 def level_findings(runs: pd.DataFrame) -> list[str]:
