@@ -106,7 +106,7 @@ def test_page_one_answers_which_mode_to_use_with_the_eager_each_speedup_divides_
     assert "pays off after" in abstract
     # the best mode here is also the one whose calls page-fault: its caveat is in the sentence that recommends it
     recommends = next(s for s in abstract.split(". ") if "use compile-max-autotune" in s)
-    assert "caveat: its calls wait on the OS mapping memory (page faults))" in recommends
+    assert "caveat: its calls wait on memory mapping (page faults))" in recommends
     table = html[html.index('id="answer-table"') : html.index("</table>", html.index('id="answer-table"'))]
     assert table.count("<tr") == 1 + len(runs)  # a header, and every experiment
     assert "baseline" in table and "✓" in table
@@ -367,7 +367,7 @@ def test_a_flagged_steady_state_is_marked_in_table_1_and_named_in_the_findings(p
     assert runs["steady_state_flagged"].eq(True).sum() == 1
     html = render(tabs, figs, envs, validated())
     table = html[html.index('id="results-table"') : html.index("</table>", html.index('id="results-table"'))]
-    flagged = [row for row in table.split("<tr>") if "alternating with eager than alone" in row]
+    flagged = [row for row in table.split("<tr>") if "alternating with eager changed its speed" in row]
     assert len(flagged) == 1 and "compile-default" in flagged[0] and "‡" not in html
     finding = next(f for f in findings.fidelity_findings(runs.reset_index()) if "interleaved median" in f)
     assert finding.startswith("On cpu, resnet in compile-default is flagged: its interleaved median is 1.15×")
@@ -381,7 +381,7 @@ def test_eager_slowed_beside_its_mode_is_marked_in_table_1_and_named_in_the_find
     assert runs.loc[FLAGGED, "eager_alone_flagged"] == False  # noqa: E712
     html = render(tabs, figs, envs, validated())
     table = html[html.index('id="results-table"') : html.index("</table>", html.index('id="results-table"'))]
-    flagged = [row for row in table.split("<tr>") if "beside it than before it was built" in row]
+    flagged = [row for row in table.split("<tr>") if "eager slowed or sped up beside it" in row]
     assert len(flagged) == 1 and "<td>jit</td>" in flagged[0] and "¶" not in html
     finding = next(f for f in findings.fidelity_findings(runs.reset_index()) if "eager timed alone" in f)
     assert finding.startswith("On cpu, resnet in jit is flagged: eager interleaved with the mode ran 1.12×")

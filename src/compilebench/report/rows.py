@@ -38,10 +38,10 @@ def _glance(row: pd.Series) -> dict:
 
 # Why a row's verdict is what it is, in a few words: its caveats.
 CAVEATS = {
-    "steady_state_flagged": "it ran at another speed alternating with eager than alone",
-    "eager_alone_flagged": "eager ran at another speed beside it than before it was built",
-    "eager_job_flagged": "eager ran at another speed here than in its own job",
-    "faults_flagged": "its calls wait on the OS mapping memory (page faults)",
+    "steady_state_flagged": "alternating with eager changed its speed",
+    "eager_alone_flagged": "eager slowed or sped up beside it",
+    "eager_job_flagged": "eager here unlike eager's own job",
+    "faults_flagged": "its calls wait on memory mapping (page faults)",
 }
 
 
