@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 import pytest
+from helpers import compilebench
 
 from compilebench.analysis import stats
 from compilebench.report import suite_tables
@@ -44,9 +45,9 @@ def known_suite() -> tuple[pd.DataFrame, pd.DataFrame]:
         run("accurate", "compile-default", speedup=1.1, low=1.0, high=1.2, correct=False),
         run("late", "compile-default", "timeout", correct=None),
     ])  # fmt: skip
-    verdicts = {"fast": "faster", "slow": "slower", "accurate": "same"}
+    verdicts = {"fast": "faster", "slow": "slower", "accurate": "no detectable difference"}  # as every table says
     speedups = pd.DataFrame(
-        [{"hardware": "cpu", "model": m, "mode": "compile-default", "against_noise": v} for m, v in verdicts.items()]
+        [{"hardware": "cpu", "model": m, "mode": "compile-default", "verdict": v} for m, v in verdicts.items()]
     )
     return runs, speedups
 
@@ -70,3 +71,33 @@ def test_pass_rate_failures_by_cause_and_the_geomean_of_a_known_suite():
     assert (row["faster"], row["same"], row["slower"], row["unclear"]) == (1, 0, 1, 0)
     assert (row["graph_breaks"], row["models_with_graph_breaks"]) == (2, 1)
     assert row["compile_s_median"] == 10.0 and row["compile_s_p90"] == pytest.approx(18.0)  # of the three that ran
+
+
+def test_expected_statuses_are_written_from_a_run_and_any_change_either_way_fails_the_check(tmp_path):
+    project = tmp_path / "project"
+    tables_dir = project / "results" / "tables"
+    tables_dir.mkdir(parents=True)
+    models = suite_tables.suite_models(*known_suite())
+    models.to_csv(tables_dir / "suite_models.csv", index=False)
+    expected = tmp_path / "expected.csv"
+    done = compilebench("suite", "expect", project, expected)
+    assert done.returncode == 0 and "wrote 6 expected statuses" in done.stdout, done.stderr
+    rows = expected.read_text().splitlines()
+    assert rows[0] == "hardware,model,mode,status" and "cpu,late,compile-default,timeout" in rows
+    assert "cpu,accurate,compile-default,fail_accuracy" in rows and "cpu,broken,compile-default,fail_to_run" in rows
+    assert compilebench("suite", "check", project, expected).returncode == 0
+    # a model that now fails, and one that now passes: both fail the check until the file is updated
+    changed = models.copy()
+    changed.loc[changed["model"] == "fast", "cause"] = "compile"
+    changed.loc[changed["model"] == "late", "cause"] = None
+    changed.to_csv(tables_dir / "suite_models.csv", index=False)
+    done = compilebench("suite", "check", project, expected)
+    assert done.returncode == 1
+    assert "cpu/fast/compile-default: expected pass, found fail_to_run (regression)" in done.stdout
+    assert "cpu/late/compile-default: expected timeout, found pass (improvement)" in done.stdout
+    assert "2 statuses differ" in done.stdout
+    expected.write_text("hardware,model,mode,status\ncpu,fast,compile-default,great\n")
+    done = compilebench("suite", "check", project, expected)
+    assert done.returncode == 2 and "line 2 is not an expected status" in done.stderr
+    done = compilebench("suite", "expect", tmp_path / "nothing", expected)
+    assert done.returncode == 2 and "expected a finished run" in done.stderr

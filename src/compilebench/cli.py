@@ -56,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", type=Path, help="write the comparison as CSV")
     _history_parser(sub)
+    _suite_parser(sub)
     p = sub.add_parser("check", help="validate a config or experiment file, as the workflow does before any job")
     p.add_argument("--config", type=Path, default=Path("config/config.yaml"), help="pipeline config (YAML)")
     p.add_argument(
@@ -81,6 +82,34 @@ def _history_parser(sub) -> None:
     p = verbs.add_parser("report", help="write the history's dashboard: a static site, no server needed")
     p.add_argument("--store", type=Path, required=True, help="the history store (an SQLite file)")
     p.add_argument("out", type=Path, help="the folder to write the site into")
+
+
+def _suite_parser(sub) -> None:
+    suite = sub.add_parser("suite", help="a run as a suite: write its expected statuses, or check a run against them")
+    verbs = suite.add_subparsers(dest="verb", required=True)
+    verb_help = {
+        "expect": "write every model x mode's status of a finished run to FILE",
+        "check": "exit 1 when any status of a finished run differs from FILE's, either way",
+    }
+    for verb, said in verb_help.items():
+        p = verbs.add_parser(verb, help=said)
+        p.add_argument("project", type=Path, help="the finished run's project folder")
+        p.add_argument("file", type=Path, help="the expected statuses (CSV: hardware, model, mode, status)")
+
+
+def suite(args: argparse.Namespace) -> int:
+    from .analysis import expectations
+
+    if args.verb == "expect":
+        written = expectations.expect(args.project, args.file)
+        print(f"wrote {written} expected statuses to {args.file}")
+        return 0
+    differences = expectations.check(args.project, args.file)
+    for difference in differences:
+        print(difference.said())
+    update = ": update the file where the change is meant (compilebench suite expect)" if differences else ""
+    print(f"{len(differences)} status{'es' if len(differences) != 1 else ''} differ from {args.file}{update}")
+    return 1 if differences else 0
 
 
 def history(args: argparse.Namespace) -> int:
@@ -148,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
             return compare(args)
         if args.command == "history":
             return history(args)
+        if args.command == "suite":
+            return suite(args)
         config = configuration.load(args.config)
         if args.command == "check":
             per_entry = sum(len(schema.model_modes(config, m)) for m in config["models"])

@@ -18,6 +18,8 @@ from .tables import inference_only
 # no accuracy rule could judge it (unchecked: no reference).
 CAUSES = ("build", "compile", "timeout", "accuracy", "unchecked")
 VERDICTS = ("faster", "same", "slower", "unclear")
+# The verdict every table prints (`verdicts.verdict_in_words`) as the suite counts it.
+COUNTED_AS = {"no detectable difference": "same", "two speeds": "unclear"}
 
 SUITE_MODEL_COLUMNS = [
     "hardware", "model", "mode", "status", "passed", "cause", "error", "speedup", "speedup_ci95_low",
@@ -31,7 +33,7 @@ def suite_models(runs: pd.DataFrame, speedups: pd.DataFrame, command: str = "sna
     eager's peak memory over the mode's, and the one command that measures that experiment alone."""
     runs = inference_only(runs)
     eager = runs[runs["mode"] == "eager"].set_index(["hardware", "model"])
-    verdicts = speedups.set_index(["hardware", "model", "mode"])["against_noise"] if len(speedups) else pd.Series()
+    verdicts = speedups.set_index(["hardware", "model", "mode"])["verdict"] if len(speedups) else pd.Series()
     rows = []
     for run in runs[runs["mode"] != "eager"].to_dict("records"):
         at = (run["hardware"], run["model"])
@@ -43,7 +45,7 @@ def suite_models(runs: pd.DataFrame, speedups: pd.DataFrame, command: str = "sna
             **{key: run[key] for key in ("hardware", "model", "mode", "status", "speedup", "speedup_ci95_low",
                                          "speedup_ci95_high", "compile_s", "graph_breaks")},
             "passed": cause is None, "cause": cause, "error": None if missing(run.get("error")) else run["error"],
-            "verdict": verdicts.get((*at, run["mode"])) if cause is None else None,
+            "verdict": COUNTED_AS.get(said := verdicts.get((*at, run["mode"])), said) if cause is None else None,
             "memory_ratio": _ratio(eager_memory, run.get("peak_memory_bytes")),
             "command": f"{command} {target}",
         })  # fmt: skip
