@@ -22,7 +22,7 @@ from synthetic import (
 from compilebench.configuration import config as configuration
 from compilebench.core.files import read_json, read_results, write_json
 from compilebench.core.layout import FIGURE_TABLES
-from compilebench.report import figures, findings, paper, rows, speedup_tables, start_tables, tables
+from compilebench.report import figures, findings, paper, rows, sections, speedup_tables, start_tables, tables
 from compilebench.report.figure_catalog import SECTIONS as FIGURE_SECTIONS
 from compilebench.report.registry import table_names
 from compilebench.report.standalone import write_tables
@@ -140,6 +140,9 @@ def test_a_speedup_timed_alone_does_not_see_is_unclear_and_page_one_says_why(pap
     why = "eager ran 9% slower beside it than alone; timed alone, no difference (1.00×)"
     assert (row["verdict"], row["why"]) == ("unclear", why)
     assert row["break_even_calls"] is None  # no gain to repay: no pay-off printed
+    assert row["how_sure"].endswith("a side; too few for the eager-job check")
+    said = sections.not_to_quote(alone.assign(verdict="unclear", verdict_why=why)[best])
+    assert said == [f"resnet compile-max-autotune on cpu ({alone.loc[best, 'speedup'].item():.2f}×: unclear, {why})"]
     assert entry["use"]["mode"] != "compile-max-autotune"
     assert "use compile-max-autotune" not in findings.advice(entry)
     # timed alone it is as fast: the two agree, and the mode is recommended though the check could not judge

@@ -99,9 +99,24 @@ def _answer_row(row: dict) -> dict:
         "compile_s": row.get("compile_s") if row["mode"] != "eager" else None,
         "break_even_calls": row.get("break_even_calls"),
         "caveats": caveats(row),
+        "how_sure": how_sure(row) if row["mode"] != "eager" and row["status"] == "ok" else None,
         "ci95": (None, None),
         "why": None,
     }
+
+
+def how_sure(row: dict) -> str:
+    """How far to trust a row, in words: the processes it rests on, whether the check that eager beside the mode
+    is eager as its own job ran it could judge, and what more measuring would change."""
+    count = 0 if missing(row.get("processes")) else int(row["processes"])
+    said = [f"{count} process{'es' if count != 1 else ''} a side" if count else "processes unknown"]
+    if row.get("eager_job_flagged") is None and not missing(row.get("eager_job_ratio")):
+        said.append("too few for the eager-job check")
+    elif row.get("eager_job_flagged") is False and not (caveats(row) or row.get("unstable") is True):
+        said.append("every check passed")
+    if row.get("unstable") is True:
+        said.append("rerun on a quiet machine")
+    return "; ".join(said)
 
 
 def _best(rows: list[dict]) -> dict | None:

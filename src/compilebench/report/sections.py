@@ -202,7 +202,20 @@ def findings(read: Reader) -> dict:
         + fidelity_findings(runs)
         + eager_job_findings(speedups)
         + instability_findings(speedups),
+        "not_to_quote": not_to_quote(speedups),
     }
+
+
+def not_to_quote(speedups: pd.DataFrame) -> list[str]:
+    """Each speedup the paper prints whose verdict is not one the data support (unclear, two speeds, wrong output):
+    its figure and why, for a reader who would quote it."""
+    shown = speedups[speedups["verdict"].isin(("unclear", "two speeds", "wrong output"))]
+    return [
+        f"{r['model']} {r['mode']} on {r['hardware']} ({r['speedup']:.2f}×: {r['verdict']}"
+        f"{f', {w}' if isinstance(w := r.get('verdict_why'), str) else ''})"
+        for r in records(shown)
+        if not pd.isna(r.get("speedup"))
+    ]
 
 
 def settings(read: Reader) -> dict:
