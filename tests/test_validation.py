@@ -52,6 +52,7 @@ def tiny(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.mark.slow  # measures real models
 def test_fidelity_sets_each_mode_beside_a_plain_measurement(tiny):
     together = run_check("fidelity.py", "--config", str(tiny), "--only", "resnet", "--modes", "jit",
                          "--processes", "1", "--seconds", "0.05")  # fmt: skip
@@ -63,6 +64,7 @@ def test_fidelity_sets_each_mode_beside_a_plain_measurement(tiny):
     figures(r"in-process " + NUMBER + ", cross-job " + NUMBER, apart)
 
 
+@pytest.mark.slow  # measures real models
 def test_training_fidelity_sets_a_training_step_beside_a_plain_loop(tiny):
     out = run_check("training_fidelity.py", "--config", str(tiny), "--only", "llama.train", "--modes",
                     "compile-default", "--processes", "1", "--seconds", "0.1")  # fmt: skip
@@ -70,6 +72,7 @@ def test_training_fidelity_sets_a_training_step_beside_a_plain_loop(tiny):
     figures(r"worst ratio \(either way\): " + NUMBER, out)
 
 
+@pytest.mark.slow  # measures real models
 def test_eager_beside_times_eager_in_every_phase(tiny):
     out = run_check("eager_beside.py", "--config", str(tiny), "--only", "resnet", "--modes", "jit",
                     "--seconds", "0.05")  # fmt: skip
@@ -78,17 +81,20 @@ def test_eager_beside_times_eager_in_every_phase(tiny):
         figures(rf"\b{phase} " + NUMBER + " ms", line)
 
 
+@pytest.mark.slow  # measures real models
 def test_noise_coverage_reports_both_intervals_coverage(tiny):
     out = run_check("noise_coverage.py", "--config", str(tiny), "--repeats", "2", "--min-time-s", "0.02")
     assert re.search(r"A/A coverage over 4 measurements of 2 models: bootstrap of single samples \d+%", out), out
 
 
+@pytest.mark.slow  # measures real models
 def test_engine_overhead_sets_the_engine_beside_timer():
     out = run_check("engine_overhead.py", "--rounds", "1", "--seconds", "0.1")
     figures(r"engine median / Timer median = " + NUMBER, out)
     assert re.search(r"per-iteration overhead on a no-op model: -?\d+\.\d+ us", out), out
 
 
+@pytest.mark.slow  # measures real models
 def test_two_speeds_times_a_compiled_model_in_fresh_processes():
     out = run_check("two_speeds.py", "--variants", "plain", "--processes", "1", "--model", "alexnet",
                     "--image-size", "64", "--blocks", "2", "--block-calls", "2")  # fmt: skip
@@ -124,6 +130,7 @@ def test_run_to_run_spread_sets_two_runs_beside_timer(finished):
     assert "median run-to-run spread, eager models: compilebench 0.0% over 1" in out, out
 
 
+@pytest.mark.slow  # measures real models
 def test_history_calibration_runs_the_config_again_and_injects_a_step(tmp_path):
     config = {
         "modes": ["eager"],

@@ -140,7 +140,8 @@ def test_every_speedup_on_page_one_is_the_eager_in_its_row_over_the_modes_median
         median, eager, speedup = cells[3], cells[4], cells[5].split(" ")[0]
         if "–" in (median, eager, speedup) or cells[2].split()[0] == "eager":
             continue
-        assert float(eager) / float(median) == pytest.approx(float(speedup), rel=0.02), cells
+        # within the printed figures' rounding: 2 % of the medians, half a unit of the speedup's last digit
+        assert float(eager) / float(median) == pytest.approx(float(speedup), rel=0.02, abs=0.006), cells
         checked += 1
     assert checked >= 5
 
