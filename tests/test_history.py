@@ -254,3 +254,34 @@ def test_the_dashboard_shows_memory_in_megabytes():
     label, points = shown(series)[("cpu", "resnet", "eager", "peak_bytes")]
     assert label == "peak_bytes (MB)" and points[0].value == pytest.approx(217.1)
     assert shown(series)[("cpu", "resnet", "eager", "latency_ms")] == ("latency_ms", [point])
+
+
+def test_report_out_and_names_are_refused_in_one_paragraph_and_pages_never_collide(tmp_path):
+    path = history(tmp_path, [1.0] * 2)
+    for out, said in (
+        (tmp_path / "a-file", "is a file"),
+        (tmp_path / "dangling", "is a link"),
+        (tmp_path / "theirs", "did not write"),
+    ):
+        if out.name == "a-file":
+            out.write_text("mine")
+        elif out.name == "dangling":
+            out.symlink_to(tmp_path / "nowhere")
+        else:
+            out.mkdir()
+            (out / "notes.txt").write_text("mine")
+        done = compilebench("history", "report", "--store", path, out)
+        assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert (tmp_path / "a-file").read_text() == "mine" and (tmp_path / "theirs" / "notes.txt").read_text() == "mine"
+    site = tmp_path / "site"
+    for _ in range(2):  # its own site is replaced whole
+        assert compilebench("history", "report", "--store", path, site).returncode == 0
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".site.")]  # no staging folder left
+    from compilebench.history.dashboard import page_name
+
+    assert page_name("cpu__a", "b") != page_name("cpu", "a__b")
+    done = compilebench("history", "regressions", "--store", path, "--since", "")
+    assert done.returncode == 2 and "is not a run id" in done.stderr
+    bad = synthetic_run(tmp_path / "bad", 9, 1.0, np.random.default_rng(0))
+    done = compilebench("history", "add", bad, "--store", path, "--hardware", "cpu", "--as", "<b>x</b>/../..")
+    assert done.returncode == 2 and "is not a hardware name" in done.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -112,10 +113,20 @@ def suite(args: argparse.Namespace) -> int:
     return 1 if differences else 0
 
 
+# A hardware or model name, as the workflow's wildcards take it.
+NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+
+
 def history(args: argparse.Namespace) -> int:
     from .history import changes, dashboard, store
 
     if args.verb == "add":
+        for flag, value in (("--hardware", args.hardware), ("--as", args.filed_as)):
+            if value is not None and not re.fullmatch(NAME, value):
+                raise configuration.UserError(
+                    f"{flag} {value!r} is not a hardware name: expected letters, digits, '_', '.' and '-', starting "
+                    "with a letter or digit, as config hardware entries are named."
+                )
         if args.filed_as and not args.hardware:
             raise configuration.UserError(
                 f"--as {args.filed_as!r} needs --hardware: it files one hardware entry's results under another name."
@@ -131,11 +142,17 @@ def history(args: argparse.Namespace) -> int:
         written = dashboard.write_site(series, found, len(runs), args.out)
         print(f"wrote {len(written)} pages to {args.out} ({len(series)} series over {len(runs)} runs)")
         return 0
+    if args.since is not None and not re.fullmatch(r"[0-9a-f]{4,64}", args.since):
+        raise configuration.UserError(
+            f"--since {args.since!r} is not a run id: expected at least its first 4 hex digits, one of "
+            f"{', '.join(run[:12] for run in runs)}."
+        )
     try:
         latest = changes.latest_changes(found, args.since, runs)
     except ValueError:
         raise configuration.UserError(
-            f"--since {args.since!r} names no run of {args.store}: expected a run id (or its start), one of "
+            f"--since {args.since!r} names no run of {args.store}, or several: expected a run id (or enough of its "
+            "start to name one), one of "
             f"{', '.join(run[:12] for run in runs)}."
         ) from None
     for (hardware, model, mode, metric), change in sorted(latest.items()):

@@ -197,7 +197,7 @@ def latest_changes(found: dict[Key, list[Change]], since: str | None = None, run
     start = 0
     if since is not None:
         matches = [i for i, run in enumerate(runs or []) if run.startswith(since)]
-        if not matches:
+        if len(matches) != 1:  # none, or a prefix of several runs
             raise ValueError(since)
         start = matches[0]
     order = {run: i for i, run in enumerate(runs or [])}

@@ -5,12 +5,17 @@ by mode. Plain HTML and inline SVG: it opens from disk, without a server or the 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import html
+import json
 import math
+import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
-from ..core.files import atomic_write
+from ..core.errors import UserError
 from .changes import Change, Key, Point
 from .store import metric_kind
 
@@ -39,7 +44,15 @@ X_AXES = {"date": "run date", "torch": "torch version"}
 
 
 def page_name(hardware: str, model: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", f"{hardware}__{model}") + ".html"
+    """A page per hardware × model, named so that no two pairs share a page (`cpu__a`/`b` and `cpu`/`a__b` would
+    under a plain join): the readable name, then a digest of the pair itself."""
+    readable = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{hardware}__{model}")
+    digest = hashlib.sha256(json.dumps([hardware, model]).encode()).hexdigest()[:8]
+    return f"{readable}-{digest}.html"
+
+
+# The file a site this module wrote holds, so that `report OUT` replaces its own site and nothing else.
+SITE_MARK = ".compilebench-history-site"
 
 
 def shown(series: dict[Key, list[Point]]) -> dict[Key, tuple[str, list[Point]]]:
@@ -57,22 +70,42 @@ def shown(series: dict[Key, list[Point]]) -> dict[Key, tuple[str, list[Point]]]:
 def write_site(
     series: dict[Key, list[Point]], found: dict[Key, list[Change]], runs: int, out: str | Path
 ) -> list[Path]:
-    """The site in folder `out`: index.html and one page per hardware × model; the files written."""
+    """The site in folder `out`: index.html and one page per hardware × model; the files written. Written whole into
+    a folder beside `out`, then put in its place, so that a full disk or a kill leaves the earlier site or none,
+    never half of one; `out` must be missing, empty, or a site this wrote (its `SITE_MARK`)."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    written = [out / "index.html"]
-    series = shown(series)
-    _write(written[0], _overview(series, found, runs))
-    for hardware, model in sorted({(k[0], k[1]) for k in series}):
-        keys = sorted(k for k in series if k[:2] == (hardware, model))
-        path = out / page_name(hardware, model)
-        _write(path, _model_page(hardware, model, keys, series, found))
-        written.append(path)
-    return written
+    refuse_foreign_out(out)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent if out.parent.is_dir() else None))
+    try:
+        series = shown(series)
+        pages = {"index.html": _overview(series, found, runs)}
+        for hardware, model in sorted({(k[0], k[1]) for k in series}):
+            keys = sorted(k for k in series if k[:2] == (hardware, model))
+            pages[page_name(hardware, model)] = _model_page(hardware, model, keys, series, found)
+        for name, text in pages.items():
+            (staging / name).write_text(text)
+        (staging / SITE_MARK).write_text("written by compilebench history report\n")
+        staging.chmod(0o755)
+        if out.is_dir():
+            shutil.rmtree(out)
+        os.replace(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return [out / name for name in pages]
 
 
-def _write(path: Path, text: str) -> None:
-    atomic_write(path, lambda handle: handle.write(text.encode()))
+def refuse_foreign_out(out: Path) -> None:
+    """`report OUT` writes only where it may replace what is there: nothing, an empty folder, or its own site."""
+    if out.is_symlink():
+        raise UserError(f"{out} is a link: expected a folder to write the history site into (or nothing there yet).")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out} is a file: expected a folder to write the history site into (or nothing there yet).")
+    if out.is_dir() and any(out.iterdir()) and not (out / SITE_MARK).is_file():
+        raise UserError(
+            f"{out} holds files that `compilebench history report` did not write: expected an empty folder, a "
+            "path that does not exist yet, or a site written here before (which is replaced)."
+        )
 
 
 def _document(title: str, body: str) -> str:
