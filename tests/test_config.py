@@ -349,3 +349,12 @@ def test_the_configuration_reference_is_the_schema_written_out_and_describes_eve
     keys = {row.split(" | ")[0][2:] for row in rows}
     assert {"`measure.processes`", "`hardware.NAME.env`", "`models.NAME.stream`"} <= keys
     assert [row for row in rows if row.endswith("|  |")] == []  # every key says what it means
+
+
+def test_a_history_key_naming_a_folder_or_another_file_fails_at_check(tmp_path):
+    for store, said in ((tmp_path, "is a folder"), (tmp_path / "notes.txt", "is not an SQLite file")):
+        if store.suffix:
+            store.write_text("not a database")
+        with pytest.raises(ConfigError, match=f"Config key `history` is .*{said}"):
+            configuration.validate(tiny_config(history=str(store)))
+    assert configuration.validate(tiny_config(history=str(tmp_path / "new.sqlite")))["history"]  # made by the run

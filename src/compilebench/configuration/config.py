@@ -22,6 +22,7 @@ from .schema import (
     check_compare_with,
     check_dynamic_axes,
     check_finite,
+    check_history,
     check_iterations,
     check_mode_definitions,
     check_mode_names,
@@ -57,6 +58,7 @@ def validate(config: dict) -> dict:
         )
     check_baseline(config)
     check_compare_with(config)
+    check_history(config)
     for name, model in config["models"].items():
         if "stream" in model and "sweep" in model:
             raise ConfigError(

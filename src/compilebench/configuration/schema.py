@@ -144,6 +144,28 @@ def check_compare_with(config: dict) -> None:
         )
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_history(config: dict) -> None:
+    """The `history` store, where it exists already, must be an SQLite file (or empty): the run appends to it after
+    the paper, and a folder or another kind of file there would fail only then."""
+    store = config.get("history")
+    if not store or not Path(store).exists():
+        return
+    path = Path(store)
+    problem = "is a folder" if path.is_dir() else None
+    if problem is None:
+        with open(path, "rb") as handle:
+            head = handle.read(len(SQLITE_HEADER))
+        problem = None if head in (b"", SQLITE_HEADER) else "is not an SQLite file"
+    if problem:
+        raise ConfigError(
+            f"Config key `history` is {store!r}, which {problem}: expected the SQLite store `compilebench history add` "
+            "makes (or a path where none exists yet, where the run makes one)."
+        )
+
+
 def check_baseline(config: dict) -> None:
     baseline = config["report"].get("baseline_hardware")
     if baseline is not None and baseline not in config["hardware"]:
