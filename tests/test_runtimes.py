@@ -13,6 +13,7 @@ from compilebench.analysis import summaries
 from compilebench.configuration import config as configuration
 from compilebench.core import kinds
 from compilebench.parent.jobs import apply_hardware
+from compilebench.report import tables
 from compilebench.worker import models, runner, wrappers
 
 pytest.importorskip("onnxruntime", reason=f"needs {kinds.base.RUNTIMES_INSTALL}")
@@ -49,6 +50,16 @@ def test_each_runtime_runs_a_tiny_model_correctly_on_the_entrys_threads(model, m
     steps = ("onnx_export_s", "session_s") if mode == "onnxruntime" else ("convert_s", "compile_model_s")
     assert result["compile_s"] == pytest.approx(sum(preparation[s] for s in steps))
     assert preparation["artifact_bytes"] > 1000
+
+
+def test_a_setting_the_runtime_did_not_apply_is_recorded_as_what_ran_and_flagged():
+    definitions = {"openvino-wide": {"kind": "openvino", "openvino": {"streams": 1_000_000}}}
+    result = measured_result("resnet", "openvino-wide", **definitions)
+    assert result["status"] == "ok", result["error"]
+    ran = result["runtime"]["streams"]
+    assert ran < 1_000_000 and result["runtime"]["not_as_asked"] == [f"1000000 streams asked, {ran} ran"]
+    said = tables.runtime_columns(result["runtime"])["runtime_not_as_asked"]
+    assert said == f"1000000 streams asked, {ran} ran"  # runs.csv and the runtimes table print what ran
 
 
 def test_openvino_in_bfloat16_is_judged_beside_eager_in_bfloat16():

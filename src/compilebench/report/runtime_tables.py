@@ -14,8 +14,8 @@ from .tables import SPEEDUP_COLUMNS
 RUNTIME_COLUMNS = [
     "hardware", "model", "mode", "role", "kind", "status", "median_ms", *SPEEDUP_COLUMNS, "compile_s",
     "artifact_bytes", "start_path", "start_s", "start_ci95_low", "start_ci95_high", "correct", "runtime_version",
-    "runtime_threads", "vs_torch_mode", "vs_torch_ratio", "vs_torch_ci95_low", "vs_torch_ci95_high",
-    "vs_torch_verdict", "reason",
+    "runtime_threads", "runtime_not_as_asked", "vs_torch_mode", "vs_torch_ratio", "vs_torch_ci95_low",
+    "vs_torch_ci95_high", "vs_torch_verdict", "reason",
 ]  # fmt: skip
 
 
@@ -100,6 +100,7 @@ def _row(result: dict, role: str, shown: pd.DataFrame | None) -> dict:
         "hardware": key[0], "model": key[1], "mode": key[2], "role": role, "kind": _kind(result),
         "status": result["status"], "runtime_version": (result.get("runtime") or {}).get("version"),
         "runtime_threads": (result.get("runtime") or {}).get("threads"),
+        "runtime_not_as_asked": "; ".join((result.get("runtime") or {}).get("not_as_asked") or []) or None,
     }  # fmt: skip
     if result["status"] != "ok":
         return {**row, "reason": (result.get("error") or {}).get("message")}

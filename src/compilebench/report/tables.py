@@ -267,6 +267,7 @@ def runtime_columns(record: dict) -> dict:
         "runtime_version": record.get("version"),
         "runtime_threads": record.get("threads"),
         "runtime_settings": ", ".join(map(str, where)) or None,
+        "runtime_not_as_asked": "; ".join(record.get("not_as_asked") or []) or None,  # what ran is the label
     }
 
 

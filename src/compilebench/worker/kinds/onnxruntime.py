@@ -61,6 +61,8 @@ def load_package(settings, device: str, path: Path, inputs: int) -> tuple[Callab
         "graph_optimization_level": settings.graph_optimization_level,
         "opset": onnx_opset(path),
     }
+    if settings.opset is not None and runtime["opset"] != settings.opset:  # the exporter chose another
+        runtime["not_as_asked"] = [f"opset {settings.opset} asked, {runtime['opset']} exported"]
     call = _ort_on_cpu(session, names) if provider == "CPUExecutionProvider" else _ort_on_gpu(session, names, device)
     return call, {"session_s": session_s, "runtime": runtime}
 

@@ -75,6 +75,8 @@ def load_package(settings, device: str, path: Path, inputs: int) -> tuple[Callab
         "precision": _type_name(compiled.get_property("INFERENCE_PRECISION_HINT")),
         "source": settings.source,
     }
+    if runtime["streams"] != settings.streams:  # OpenVINO caps streams at what the machine runs
+        runtime["not_as_asked"] = [f"{settings.streams} streams asked, {runtime['streams']} ran"]
 
     def run(*args: torch.Tensor) -> torch.Tensor:
         return torch.from_numpy(request.infer([a.numpy() for a in args])[0])
