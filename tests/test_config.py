@@ -358,3 +358,9 @@ def test_a_history_key_naming_a_folder_or_another_file_fails_at_check(tmp_path):
         with pytest.raises(ConfigError, match=f"Config key `history` is .*{said}"):
             configuration.validate(tiny_config(history=str(store)))
     assert configuration.validate(tiny_config(history=str(tmp_path / "new.sqlite")))["history"]  # made by the run
+
+
+def test_a_prompt_on_an_image_model_is_refused_naming_the_key():
+    raw = tiny_config({"resnet": {**TINY_MODELS["resnet"], "prompt": "a photo of a dog"}})
+    with pytest.raises(ConfigError, match="`models.resnet.prompt` is set, but a model with task image-classification reads no text"):
+        configuration.validate(raw)

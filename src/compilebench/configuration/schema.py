@@ -425,12 +425,18 @@ def _sources() -> list:
 
 def complete_sources(models: dict) -> None:
     """Each model entry checked and completed by its source (`Source.complete`); every entry then names its
-    `arch`."""
+    `arch`, and sets no input its task does not read."""
     for name, entry in models.items():
         sources.get(entry["source"]).complete(name, entry)
         if "arch" not in entry:
             raise ConfigError(
                 f"Config key `models.{name}.arch` is missing: expected {sources.get(entry['source']).description}."
+            )
+        task = entry.get("task", "image-classification")
+        if entry.get("prompt") is not None and task not in TEXT_TASKS:
+            raise ConfigError(
+                f"Config key `models.{name}.prompt` is set, but a model with task {task} reads no text: expected "
+                f"`prompt` only on a model whose task is one of {', '.join(TEXT_TASKS)}; remove it."
             )
 
 
