@@ -362,5 +362,6 @@ def test_a_history_key_naming_a_folder_or_another_file_fails_at_check(tmp_path):
 
 def test_a_prompt_on_an_image_model_is_refused_naming_the_key():
     raw = tiny_config({"resnet": {**TINY_MODELS["resnet"], "prompt": "a photo of a dog"}})
-    with pytest.raises(ConfigError, match="`models.resnet.prompt` is set, but a model with task image-classification reads no text"):
+    said = "`models.resnet.prompt` is set, but a model with task image-classification reads no text"
+    with pytest.raises(ConfigError, match=said):
         configuration.validate(raw)
