@@ -258,3 +258,13 @@ def test_a_killed_jobs_scratch_folder_is_removed_by_the_next_job(tmp_path, monke
     source = "\n".join(path.read_text() for path in Path(files.__file__).parents[1].rglob("*.py"))
     assert set(re.findall(r'scratch_folder\("(compilebench-[a-z]+-)"\)', source)) == made
     assert "TemporaryDirectory(" not in source.replace('tempfile.TemporaryDirectory(prefix=f"{prefix}', "")
+
+
+@pytest.mark.parametrize("content", ["[1, 2, 3]", '{"hardware": "cpu", "device'])
+def test_an_environment_record_that_is_a_list_or_broken_json_is_named_not_a_traceback(tmp_path, content):
+    record = tmp_path / "cpu.json"
+    record.write_text(content)
+    with pytest.raises(UserError, match=f"The environment record {record} (is a JSON list|cannot be read as JSON)"):
+        files.read_environment_record(record)
+    failed = files.failure_of(record)  # a job upstream of it fails, naming the file, instead of crashing
+    assert failed is not None and str(record) in failed["message"]

@@ -81,14 +81,43 @@ def write_failure(path: str | Path, error: ErrorInfo) -> None:
 
 def failure_of(path: str | Path | None) -> ErrorInfo | None:
     """The error a failed step recorded in its output (an environment record, a reference), or None when the
-    output is what the step makes. A reference's tensors are a torch zip archive, never JSON."""
+    output is what the step makes. A reference's tensors are a torch zip archive, never JSON; JSON that is not a
+    record (broken, or a list) is a failure naming the file."""
     if path is None or not Path(path).is_file():
         return None
     with open(path, "rb") as handle:
-        if handle.read(1) != b"{":
+        if handle.read(1) not in (b"{", b"["):
             return None
-    record = read_json(path)
+    try:
+        record = read_json(path)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return {"message": f"{path} cannot be read as JSON ({type(exc).__name__}: {exc})", "traceback": ""}
+    if not isinstance(record, dict):
+        return {"message": f"{path} is a JSON {type(record).__name__}, not the record its step writes", "traceback": ""}
     return record.get("error") if record.get("status") == "failed" else None
+
+
+# What every environment record holds, whatever its platform.
+ENVIRONMENT_KEYS = ("hardware", "device", "status")
+
+
+def read_environment_record(path: str | Path) -> dict:
+    """An environment record (`results/env/HARDWARE.json`), refused in one paragraph naming the file where it is
+    not the JSON object `compilebench env` writes."""
+    try:
+        record = read_json(path)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        record, problem = None, f"cannot be read as JSON ({type(exc).__name__}: {exc})"
+    else:
+        missing_keys = [k for k in ENVIRONMENT_KEYS if not isinstance(record, dict) or k not in record]
+        problem = (f"is a JSON {type(record).__name__}, not an object" if not isinstance(record, dict)
+                   else f"lacks {', '.join(missing_keys)}" if missing_keys else None)  # fmt: skip
+    if problem:
+        raise UserError(
+            f"The environment record {path} {problem}: expected the record `compilebench env` writes. Delete it, "
+            "and the next run writes it again."
+        )
+    return record
 
 
 def run_result_paths(folder: str | Path) -> list[Path]:

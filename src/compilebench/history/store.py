@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..analysis.run_folders import run_results
 from ..core.errors import UserError
-from ..core.files import read_json
+from ..core.files import read_environment_record
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 120  # how long an append waits for another one to finish
@@ -140,7 +140,7 @@ def add(project: str | Path, store: str | Path, hardware: str | None = None, fil
     results = run_results(project)  # refuses a run whose results fail to read, naming the file
     folder = Path(project)
     folder = folder if (folder / "runs").is_dir() else folder / "results"
-    environments = {path.stem: read_json(path) for path in sorted((folder / "env").glob("*.json"))}
+    environments = {path.stem: read_environment_record(path) for path in sorted((folder / "env").glob("*.json"))}
     if hardware is not None:
         results, environments = _one_entry(results, environments, hardware, filed_as or hardware, folder)
     for key, result in results.items():

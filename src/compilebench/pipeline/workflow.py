@@ -20,7 +20,7 @@ from ..configuration import config as configuration
 from ..configuration import schema
 from ..core import kinds, layout, modes, records
 from ..core.errors import UserError
-from ..core.files import foreign_results, read_json, run_result_paths
+from ..core.files import foreign_results, read_environment_record, run_result_paths
 from ..parent import pyenv
 from ..report import figure_catalog, registry
 from . import devices
@@ -64,7 +64,7 @@ class Workflow:
             return True
         if self.runs_here:
             return self.gpu_visible()
-        return not records.skipped(read_json(self.environment_record(name)))
+        return not records.skipped(read_environment_record(self.environment_record(name)))
 
     def active_hardware(self) -> list[str]:
         """Every hardware entry, less optional GPU entries where no GPU is there to run them."""

@@ -19,7 +19,7 @@ import pandas as pd
 from markupsafe import Markup, escape
 
 from ..configuration.config import measure_settings
-from ..core.files import read_json
+from ..core.files import read_environment_record, read_json
 from ..core.modes import BUILTIN_WORDS, ordered
 from ..core.thresholds import (
     CAPACITY_SHIFT,
@@ -95,7 +95,7 @@ class Inputs:
 
     @functools.cached_property
     def envs(self) -> list[dict]:
-        return [read_json(path) for path in self.env_records]
+        return [read_environment_record(path) for path in self.env_records]
 
 
 class Reader:

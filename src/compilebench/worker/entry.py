@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 from ..core.errors import UserError
-from ..core.files import atomic_write, read_json, samples_digest, write_failure, write_json
+from ..core.files import atomic_write, read_environment_record, samples_digest, write_failure, write_json
 from ..core.joblog import log_to_stderr
 from ..core.records import (
     REQUESTS,
@@ -130,7 +130,7 @@ def measure(request: MeasureRequest) -> None:
 
     exp = request.exp
     full_env = (
-        read_json(request.env_record)
+        read_environment_record(request.env_record)
         if request.env_record
         else environment_probe.record(exp.hardware, {"device": exp.device, "env": exp.hardware_env})
     )
