@@ -22,6 +22,7 @@ from ..core.records import error_info, now, result_header
 from . import compile_phases, correctness, profiling, quantization, streams, timing, training, wrappers
 from .dynamo_counters import CompilerHealth
 from .generation import Generation, GreedyGenerator
+from .kinds import of as kind_implementation
 from .kinds.base import precision
 from .machine import Load, parallel_capacity
 from .memory import PeakMemory, device_free_bytes
@@ -101,6 +102,8 @@ def measure_process(
         record.update(result_header(exp, "unsupported", str(exc), started_at=record["started_at"]))
     except Exception as exc:  # any failure is data, reported with its reason
         error = error_info(exc)
+        explain = getattr(kind_implementation(exp.mode_settings), "explain_failure", None)
+        error["message"] = explain(exp.mode_settings, error["message"]) if explain else error["message"]
         record.update(
             result_header(
                 exp, "failed", error["message"], traceback=error["traceback"], started_at=record["started_at"]

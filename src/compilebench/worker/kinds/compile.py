@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,16 @@ def inductor_options(settings) -> dict[str, Any]:
     (`torch._inductor.list_mode_options`) lets both hold at once.
     """
     return {**torch._inductor.list_mode_options(settings.mode, settings.dynamic), **settings.options}
+
+
+def explain_failure(settings, message: str) -> str:
+    """A failure of a compile through another backend than inductor, said for a user before torch's own words: that
+    backend could not compile this model here (with dynamic shapes where torch's message is about a shape symbol)."""
+    if settings.backend == "inductor":
+        return message
+    shapes = " with dynamic shapes" if re.search(r"\bsymbol s\d+|SymInt|symbolic", message) else ""
+    return (f"the {settings.backend} torch.compile backend could not compile this model{shapes} on torch "
+            f"{torch.__version__}; torch said: {message}")  # fmt: skip
 
 
 def compile_kwargs(settings) -> dict[str, Any]:
