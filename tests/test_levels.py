@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -159,3 +160,27 @@ def test_a_process_whose_level_moved_is_set_aside_and_measured_again(tmp_path, m
     assert result["level_shift"]["side"] == "mode" and result["set_aside"] == []
     runs = tables.runs_table([result_path])
     assert runs["level_shift"].iloc[0].startswith("the mode's calls moved from")
+
+
+def test_max_extra_processes_bounds_the_measuring_again_of_the_whole_experiment(tmp_path, monkeypatch):
+    """A machine whose level moves in every process: process 2 measures again only what process 1 left of the
+    experiment's `max_extra_processes`, and the last record stands (shifted, its verdict unclear)."""
+    raw = tiny_config({"resnet": tiny_config()["models"]["resnet"]})
+    raw["measure"].update(max_extra_processes=2, processes=2)
+    exp = configuration.experiment(configuration.validate(raw), "resnet", "compile-default", "cpu")
+    shift = {"side": "mode", "before_ms": 9.0, "after_ms": 7.9, "at_call": 30}
+    monkeypatch.setattr(jobs.levels, "level_shift", lambda record: shift)
+    monkeypatch.setattr(jobs.levels, "moves_speedup", lambda found: True)
+    out = tmp_path / "2.json"
+    (tmp_path / "1.set-aside-1.json").write_text("{}")  # process 1 was measured again once already
+    measured = []
+
+    def measure_once(limit_s, again=False):
+        measured.append(again)
+        out.write_text(json.dumps({"status": "ok"}))
+        return 0
+
+    measure_once(100)
+    jobs._measured_again_while_shifted(exp, out, 2, 0, time.monotonic() + 100, measure_once)
+    assert measured == [False, True]  # one more, not two: the experiment's bound is 2 in all
+    assert [p.name for p in layout.set_aside_records(out)] == ["2.set-aside-1.json"]

@@ -307,7 +307,7 @@ def _measured_again_while_shifted(
     `measure.max_extra_processes` times and within the time left; the last record stands, shifted or not. A process
     measured again starts from the caches the first one left, so its first call is not the one the job is asked
     to time: it keeps the first record's first-call figures (`FIRST_CALL_FIELDS`) and says so (`first_call_from`)."""
-    extra = exp.measure.extra_processes
+    extra = max(exp.measure.extra_processes - _set_aside_by_other_processes(out), 0)  # a bound for the experiment
     for attempt in range(1, extra + 1):
         if returncode != 0 or not Path(out).exists():
             return returncode
@@ -328,6 +328,13 @@ def _measured_again_while_shifted(
         returncode = measure_once(left, again=True)
         _keep_first_call(out, layout.set_aside_path(out, 1), returncode)
     return returncode
+
+
+def _set_aside_by_other_processes(out: str | Path) -> int:
+    """How many times the experiment's other processes were measured again: `max_extra_processes` bounds them all."""
+    out = Path(out)
+    others = out.parent.glob(f"*.set-aside-*{out.suffix}")
+    return sum(1 for path in others if not path.name.startswith(f"{out.stem}.set-aside-"))
 
 
 # What a process's first call measured: what a process measured again, in the caches its first left, keeps.
