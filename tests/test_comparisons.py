@@ -21,7 +21,7 @@ from compilebench.analysis import comparisons, stats, summaries
 from compilebench.analysis.stats import Timed, paired
 from compilebench.configuration import config as configuration
 from compilebench.core import thresholds
-from compilebench.core.files import samples_digest, write_json
+from compilebench.core.files import samples_digest, sealed, write_json
 from compilebench.core.records import result_header
 from compilebench.parent import jobs
 
@@ -324,6 +324,7 @@ def test_processes_measured_with_another_torch_fail_the_experiment_naming_both_v
         record = {**process_record(1.0, 1.0, rng), **result_header(exp), "started_at": f"2026-12-03T10:0{k}:00+00:00"}
         record["environment"] = {"ran_on": {"torch": torch_version, "device_name": "CPU", "threads": 2}}
         record["samples_sha256"] = samples_digest(record)  # as the worker writes it
+        sealed(record)
         paths.append(tmp_path / f"{k}.json")
         write_json(paths[-1], record)
     result = summaries.result_job(exp, paths, tmp_path / "result.json")

@@ -142,8 +142,10 @@ def _records_of(project, name="cpu/llama/eager"):
         (lambda r, other: {**other, "mode": r["mode"]}, "experiment_sha256"),
         (lambda r, other: {**r, "schema": 7}, "schema 7"),
         (lambda r, other: other, "is not the process record of the experiment it stands for"),
+        (lambda r, other: {**r, "compile_s": 0.001}, "edited after it was written"),
+        (lambda r, other: {**r, "memory": {**r["memory"], "peak_bytes": 1}}, "edited after it was written"),
     ],
-    ids=["truncated", "nan", "negative", "edited", "another-experiment", "schema", "copied"],
+    ids=["truncated", "nan", "negative", "edited", "another-experiment", "schema", "copied", "compile", "peak"],
 )
 def test_a_damaged_process_record_is_refused_named_and_moved_aside_never_summarised(finished, tmp_path, damage, said):
     project = finished[0]

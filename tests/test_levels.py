@@ -128,6 +128,7 @@ def test_a_process_whose_level_moved_is_set_aside_and_measured_again(tmp_path, m
             unstepped.append(float(np.median(series[third:]) / np.median(series[:third])))  # the machine's own move
             written["latency_ms"] = stepped(series, third, 1.7)
             written["samples_sha256"] = files.samples_digest(written)  # as a worker that saw the step writes it
+            files.sealed(written)
             open(request.out, "w").write(json.dumps(written))
         return code
 

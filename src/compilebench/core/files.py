@@ -274,6 +274,25 @@ def samples_digest(record: dict) -> str:
     return hashlib.sha256(json.dumps(measured, sort_keys=True).encode()).hexdigest()
 
 
+def record_digest(record: dict) -> str:
+    """The digest of every figure a process record carries (all of it but this digest), as JSON writes it: a record
+    edited after its worker or its job wrote it (a compile time, a peak, a start) no longer matches its
+    `record_sha256`."""
+    return hashlib.sha256(
+        json.dumps(_plain({k: v for k, v in record.items() if k != "record_sha256"}), sort_keys=True).encode()
+    ).hexdigest()
+
+
+def sealed(record: dict) -> dict:
+    """`record` with its `record_sha256`: what the worker writes, and what its job writes again after each change."""
+    record["record_sha256"] = record_digest(record)
+    return record
+
+
+def write_process_record(path: str | Path, record: dict) -> None:
+    write_json(path, sealed(record))
+
+
 class BadRecord(UserError):
     """A measuring process's record that cannot be summarised as what it says it is."""
 
@@ -284,7 +303,11 @@ def read_process_record(path: str | Path, expected: dict[str, Any]) -> ProcessRe
     or, `ok`, holds a timed sample that is not a finite number above zero or samples that do not match the digest
     its worker wrote."""
     return _checked(
-        path, BadRecord, _record_problem, lambda record: _identity_problem(record, expected, "process record")
+        path,
+        BadRecord,
+        _record_problem,
+        lambda record: _identity_problem(record, expected, "process record"),
+        _edited_problem,
     )
 
 
@@ -305,6 +328,15 @@ def _record_problem(record: Any) -> str | None:
     if record.get("samples_sha256") != samples_digest(record):
         return "holds samples that do not match the digest its measuring process wrote (`samples_sha256`)"
     return None
+
+
+def _edited_problem(record: dict) -> str | None:
+    """Why an `ok` record's figures are not those its job wrote (`record_sha256`), or None."""
+    if record.get("status") != "ok" or record.get("record_sha256") == record_digest(record):
+        return None
+    return (
+        "holds figures that do not match the digest its job wrote (`record_sha256`): it was edited after it was written"
+    )
 
 
 def _samples_problem(record: dict, stream: bool = False) -> str | None:

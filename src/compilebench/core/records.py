@@ -126,6 +126,7 @@ class ProcessRecord(_Measured, total=False):
     generations: dict[str, Any]  # text generation: new_tokens, and the timed generations' ms per token
     cache_replaced: dict[str, Any]  # a later process that failed on process 1's caches compiled cold: why
     samples_sha256: str  # files.samples_digest of what the process measured, as its worker wrote it
+    record_sha256: str  # files.record_digest of every figure it carries, as its job last wrote it
 
 
 class Result(_Measured, total=False):

@@ -24,7 +24,7 @@ from ..analysis import levels
 from ..core import kinds, layout
 from ..core.errors import UserError
 from ..core.experiment import PINNED_ALLOCATOR, Experiment, ModeSettings
-from ..core.files import failure_of, read_json, scratch_folder, write_failure, write_json
+from ..core.files import failure_of, read_json, scratch_folder, write_failure, write_json, write_process_record
 from ..core.layout import PYTHON_ENV_RECORD
 from ..core.records import (
     EnvironmentRequest,
@@ -281,21 +281,21 @@ def process_job(
         record = read_json(out)
         if trace_dir:
             record["compile_trace"] = _render_compile_trace(trace_dir)
-            write_json(out, record)
+            write_process_record(out, record)
         if record["status"] == "ok" and process == 1 and _warm_starts_wanted(exp):
             record.update(warm_starts=_warm_starts(exp, python, caches_env, artifacts, scratch, deadline))
             record["finished_at"] = now()
-            write_json(out, record)
+            write_process_record(out, record)
         if record["status"] == "ok" and process == 1 and exp.spec.train:
             record["training"].update(_steps_alone(exp, python, process_env, scratch, deadline))
-            write_json(out, record)
+            write_process_record(out, record)
         if (process == 1 or damaged) and private and (scratch / "caches").is_dir():
             if damaged:  # the later processes start from this cold compile's caches instead
                 shutil.rmtree(caches, ignore_errors=True)
             shutil.copytree(scratch / "caches", caches, dirs_exist_ok=True)
         if damaged and record["status"] == "ok":  # written after the caches: the record stays the newer
             record["cache_replaced"] = {"reason": damaged}  # its first call compiled cold: no warm start
-            write_json(out, record)
+            write_process_record(out, record)
     return record
 
 
@@ -348,7 +348,7 @@ def _keep_first_call(out: str | Path, first: Path, returncode: int | None) -> No
     if record["status"] != "ok" or earlier["status"] != "ok":
         return
     record.update({key: earlier[key] for key in FIRST_CALL_FIELDS if key in earlier}, first_call_from=first.name)
-    write_json(out, record)
+    write_process_record(out, record)
 
 
 def _damaged_cache(out: str | Path, returncode: int | None) -> str | None:
@@ -468,7 +468,7 @@ def _str(path: str | Path | None) -> str | None:
 
 def _write_stopped(exp: Experiment, out: str | Path, status: str, started_at: str, message: str) -> ProcessRecord:
     result: ProcessRecord = {**result_header(exp, status, message, started_at=started_at), "finished_at": now()}
-    write_json(out, result)
+    write_process_record(out, result)
     return result
 
 

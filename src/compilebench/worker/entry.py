@@ -17,7 +17,14 @@ import time
 from collections.abc import Callable
 
 from ..core.errors import UserError
-from ..core.files import atomic_write, read_environment_record, samples_digest, write_failure, write_json
+from ..core.files import (
+    atomic_write,
+    read_environment_record,
+    samples_digest,
+    write_failure,
+    write_json,
+    write_process_record,
+)
 from ..core.joblog import log_to_stderr
 from ..core.records import (
     REQUESTS,
@@ -151,7 +158,7 @@ def measure(request: MeasureRequest) -> None:
         with_profile=request.profile,
     )
     record["samples_sha256"] = samples_digest(record)
-    write_json(request.out, record)
+    write_process_record(request.out, record)
 
 
 def ran_on(device: str) -> dict:
