@@ -208,6 +208,7 @@ def test_a_starts_record_is_held_to_what_a_result_is(finished, tmp_path):
         "negative": ({**good, "rows": [{**rows[1], "total_s": -100}, *rows[2:]]}, "total_s -100"),
         "nan": ({**good, "rows": [{**rows[1], "total_s": float("nan")}, *rows[2:]]}, "total_s nan"),
         "plan": ({**good, "repeats": 9}, "repeats is 9 where the config asks 1"),
+        "parts": ({**good, "rows": [{**rows[1], "total_s": 0.01}, *rows[2:]]}, "expected the parts to make the total"),
     }
     downstream = tmp_path / "paper.pdf"
     for name, (record, said) in cases.items():

@@ -434,7 +434,16 @@ def _starts_problem(record: Any) -> str | None:
         if bad or not _positive_number(row.get("total_s")):
             key, value = next(iter(bad.items())) if bad else ("total_s", row.get("total_s"))
             return f"holds start {k} ({row['path']}) with {key} {value!r}: expected finite seconds above 0"
+        parts = sum(v for v in (row.get("parts") or {}).values() if v is not None)
+        if parts and abs(parts - row["total_s"]) > PARTS_SLACK * row["total_s"] + 0.05:
+            return (
+                f"holds start {k} ({row['path']}) whose parts add to {parts:.3g} s and whose total_s is "
+                f"{row['total_s']:.3g} s: expected the parts to make the total"
+            )
     return None
+
+
+PARTS_SLACK = 0.05  # a start's parts are timed one by one: they make its total within this share (and 50 ms)
 
 
 def _time(value, key: str) -> bool:
