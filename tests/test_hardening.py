@@ -241,8 +241,8 @@ def test_compare_reads_a_run_through_the_checks_the_tables_use(finished, tmp_pat
     default = json.loads((project / "results/runs/cpu/resnet/compile-default.json").read_text())
     (runs / "compile-default.json").write_text(json.dumps(default))
     assert run_folders.run_results(tmp_path / "run")[("cpu", "resnet", "compile-default")]["start_rows"]
-    (runs / "jit.json").replace(runs / "compile-default.json")  # jit's result where compile-default's starts lie
-    with pytest.raises(files.BadResult, match=r"compile-default.json is not the starts record"):
+    (runs / "jit.json").replace(runs / "compile-default.json")  # jit's result where compile-default's lies
+    with pytest.raises(UserError, match="holds no results"):  # not at its own path: never read as a result
         run_folders.run_results(tmp_path / "run")
 
 

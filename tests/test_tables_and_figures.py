@@ -145,7 +145,7 @@ def test_limits_compare_achieved_rates_with_the_device_peak(synthetic_tables):
     cached = synthetic_tables.runs.assign(llc_bytes=2 * 14e9)
     llama = hardware_tables.limits(cached, {"cpu": {"memory_bandwidth_gbs": 100.0}}).set_index(["hardware", "model"])
     row = llama.loc[("cpu", "llama")].iloc[0]
-    assert row["bound"].startswith("in cache (13351 MiB of weights, 26703 MiB cache)") and pd.isna(row["measured"])
+    assert row["bound"].startswith("in cache (13351.4 MiB of weights, 26702.9 MiB cache)") and pd.isna(row["measured"])
     assert pd.isna(row["fraction_of_peak"]) and pd.isna(row["fraction_of_measured"]) and not row["above_peak"]
 
 

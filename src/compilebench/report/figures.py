@@ -140,7 +140,8 @@ def _per_hardware(frame: pd.DataFrame, draw: Callable, ylabel: str, beside: Pane
                 continue
             models, modes = list(dict.fromkeys(sub["model"])), _modes(sub)
             panel.draw(ax, sub, models, modes)
-            turned = {"rotation": 25, "ha": "right"} if beside and len(models) > 1 else {}
+            # half-width panels, or many models: names turned so that long ones never meet
+            turned = {"rotation": 40, "ha": "right"} if (beside and len(models) > 1) or len(models) > 4 else {}
             ax.set_xticks(range(len(models)), models, fontsize=8, **turned)
             ax.set_xlabel("")
             ax.set_ylabel(panel.ylabel, fontsize=8)

@@ -36,7 +36,7 @@ def limits(runs: pd.DataFrame, peak_overrides: dict[str, dict | None]) -> pd.Dat
             if in_cache(run):  # its weights stay in the last-level cache: DRAM does not bound it
                 limit = measured = None
                 weights, cache = run["parameter_bytes"] / 2**20, run["llc_bytes"] / 2**20
-                bound = f"in cache ({weights:.0f} MiB of weights, {cache:.0f} MiB cache): no DRAM bound"
+                bound = f"in cache ({weights:.1f} MiB of weights, {cache:.1f} MiB cache): no DRAM bound"
         else:
             achieved = (
                 run["flops_per_call"] / (run["median_ms"] / 1e3) / 1e12 if run.get("flops_per_call") else float("nan")
