@@ -38,6 +38,7 @@ RAW_ONLY = (
     "eager_alone_latency_ms",
     "generations",
     "samples_sha256",
+    "record_sha256",
 )
 # What every process of one experiment must share for its samples to be pooled: the experiment, and the torch,
 # device and thread count the process itself ran with (`environment.ran_on`).
