@@ -140,11 +140,13 @@ def _per_hardware(frame: pd.DataFrame, draw: Callable, ylabel: str, beside: Pane
                 continue
             models, modes = list(dict.fromkeys(sub["model"])), _modes(sub)
             panel.draw(ax, sub, models, modes)
-            # half-width panels, or many models: names turned so that long ones never meet
-            turned = {"rotation": 40, "ha": "right"} if (beside and len(models) > 1) or len(models) > 4 else {}
+            # half-width panels, or many models: names upright, so that long ones never meet
+            turned = {"rotation": 90} if (beside and len(models) > 2) or len(models) > 6 else {}
             ax.set_xticks(range(len(models)), models, fontsize=8, **turned)
             ax.set_xlabel("")
             ax.set_ylabel(panel.ylabel, fontsize=8)
+            if ax.get_yscale() == "log":
+                _plain_log_axis(ax.yaxis, ax.get_ylim())
             ax.set_title(f"{hw}: {panel.title}" if panel.title else hw, fontsize=9)
             if not beside:
                 _legend(ax, fontsize=7, frameon=False)
@@ -256,6 +258,19 @@ def _labels_apart(ax, points: list[tuple[float, float, str]], fontsize: float = 
 
 
 LABEL_STEPS = 40
+
+
+def _plain_log_axis(axis, limits: tuple[float, float]) -> None:
+    """A log axis labelled at 1, 2 and 5 times each power of ten in view, in plain numbers, its minor ticks
+    unlabelled: matplotlib labels every minor tick of an axis spanning less than a decade, and they crowd."""
+    low, high = sorted(limits)
+    if low <= 0:
+        return
+    values = [m * 10.0**e for e in range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
+              for m in (1, 2, 5) if low <= m * 10.0**e <= high]  # fmt: skip
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    axis.set_major_locator(matplotlib.ticker.FixedLocator(values or [low, high]))
+    axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
 
 
 def _log_ratio_axis(ax) -> None:
