@@ -97,10 +97,6 @@ def failure_of(path: str | Path | None) -> ErrorInfo | None:
     return record.get("error") if record.get("status") == "failed" else None
 
 
-# What every environment record holds, whatever its platform.
-ENVIRONMENT_KEYS = ("hardware", "device", "status")
-
-
 def read_environment_record(path: str | Path) -> dict:
     """An environment record (`results/env/HARDWARE.json`), refused in one paragraph naming the file where it is
     not the JSON object `compilebench env` writes."""
@@ -109,9 +105,7 @@ def read_environment_record(path: str | Path) -> dict:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         record, problem = None, f"cannot be read as JSON ({type(exc).__name__}: {exc})"
     else:
-        missing_keys = [k for k in ENVIRONMENT_KEYS if not isinstance(record, dict) or k not in record]
-        problem = (f"is a JSON {type(record).__name__}, not an object" if not isinstance(record, dict)
-                   else f"lacks {', '.join(missing_keys)}" if missing_keys else None)  # fmt: skip
+        problem = None if isinstance(record, dict) else f"is a JSON {type(record).__name__}, not an object"
     if problem:
         raise UserError(
             f"The environment record {path} {problem}: expected the record `compilebench env` writes. Delete it, "
