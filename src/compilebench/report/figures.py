@@ -268,22 +268,22 @@ def _plain_log_axis(axis, limits: tuple[float, float]) -> None:
         return
     values = [m * 10.0**e for e in range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
               for m in (1, 2, 5) if low <= m * 10.0**e <= high]  # fmt: skip
+    _label_log_axis(axis, values or [low, high])
+
+
+def _label_log_axis(axis, values: list[float]) -> None:
     axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    axis.set_major_locator(matplotlib.ticker.FixedLocator(values or [low, high]))
+    axis.set_major_locator(matplotlib.ticker.FixedLocator(values))
     axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
 
 
 def _log_ratio_axis(ax) -> None:
-    """The x axis, a log axis of ratios, labelled in plain numbers at a few round values, no minor labels to crowd
-    it."""
+    """The x axis, a log axis of ratios: as `_plain_log_axis`, and near 1 at the ratios a reader compares."""
     low, high = sorted(ax.get_xlim())
-    axis = ax.xaxis
-    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    wide = high / low > 4
-    steps = (0.01, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0) if wide else (0.5, 0.8, 0.9, 1.0, 1.1, 1.25, 2.0)
-    round_values = [v for v in steps if low <= v <= high]
-    axis.set_major_locator(matplotlib.ticker.FixedLocator(round_values or [1.0]))
-    axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    if high / low > 4:
+        _plain_log_axis(ax.xaxis, (low, high))
+        return
+    _label_log_axis(ax.xaxis, [v for v in (0.5, 0.8, 0.9, 1.0, 1.1, 1.25, 2.0) if low <= v <= high] or [1.0])
 
 
 def latency_distributions(t: Tables) -> plt.Figure | str:

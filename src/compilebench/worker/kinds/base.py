@@ -8,7 +8,9 @@ A kind's implementation (`worker/kinds/NAME.py`, beside its declaration `core/ki
   naming the config key), note what it found in `record`; False where the mode's other checks cannot run (optional);
 - `save_package(module, inputs, settings, device, dtype, path) -> dict` and `load_package(settings, device, path,
   inputs) -> call`: its package start, where the kind has one (optional);
-- `save_precompiled` and `load_precompiled`: its precompiled start, where it has one (optional).
+- `save_precompiled` and `load_precompiled`: its precompiled start, where it has one (optional);
+- `explain_failure(settings, message) -> str`: a failed measurement's message, with what it means for the user
+  first (optional).
 """
 
 from __future__ import annotations
