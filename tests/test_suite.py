@@ -101,3 +101,20 @@ def test_expected_statuses_are_written_from_a_run_and_any_change_either_way_fail
     assert done.returncode == 2 and "line 2 is not an expected status" in done.stderr
     done = compilebench("suite", "expect", tmp_path / "nothing", expected)
     assert done.returncode == 2 and "expected a finished run" in done.stderr
+
+
+def test_the_shipped_suite_has_sixty_models_from_four_sources_in_three_modes_and_a_run_of_it_is_a_suite():
+    from helpers import ROOT
+
+    from compilebench.configuration import config as configuration
+    from compilebench.configuration.yaml_files import read_yaml
+
+    config = configuration.validate(read_yaml(ROOT / "config" / "experiments" / "suite.yaml"))
+    sources = pd.Series([entry["source"] for entry in config["models"].values()]).value_counts()
+    assert len(config["models"]) >= 60 and config["modes"] == ["eager", "compile-default", "compile-freezing"]
+    assert sources["torchvision"] >= 20 and sources["timm"] >= 20 and sources["transformers"] >= 15
+    assert sources["python"] == 1
+    tasks = {entry.get("task") for entry in config["models"].values() if entry["source"] == "transformers"}
+    assert {"text-classification", "fill-mask", "text-generation", "image-classification"} <= tasks
+    runs = pd.DataFrame({"model": list(config["models"]), "mode": "eager", "train_of": None, "sweep_of": None})
+    assert suite_tables.is_suite(runs) and not suite_tables.is_suite(runs.head(4))
