@@ -22,7 +22,17 @@ from synthetic import (
 from compilebench.configuration import config as configuration
 from compilebench.core.files import read_json, read_results, write_json
 from compilebench.core.layout import FIGURE_TABLES
-from compilebench.report import figures, findings, paper, rows, sections, speedup_tables, start_tables, tables
+from compilebench.report import (
+    figures,
+    findings,
+    legibility,
+    paper,
+    rows,
+    sections,
+    speedup_tables,
+    start_tables,
+    tables,
+)
 from compilebench.report.figure_catalog import SECTIONS as FIGURE_SECTIONS
 from compilebench.report.registry import table_names
 from compilebench.report.standalone import write_tables
@@ -557,3 +567,34 @@ def test_the_memory_finding_sets_the_largest_peak_beside_the_modes_start_as_depl
         "(1.28×)" in said
     )
     assert findings.memory_sentence(figure, runs, starts.drop(columns="peak_bytes")).endswith("5.0× eager's peak.")
+
+
+def test_a_run_of_a_dozen_models_opens_with_the_suite_table_and_figure(paper_inputs, tmp_path, monkeypatch):
+    """Twelve models on one entry are a suite: page 1 is the suite table, in words in the abstract, and its figure
+    of sorted speedups; the per-model figures say where their numbers went, and Appendix F lists every model."""
+    import synthetic
+
+    _, _, envs = paper_inputs
+    monkeypatch.setattr(synthetic, "MODELS", {f"net{i:02d}": ("image-classification", 10.0 + i) for i in range(12)})
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    written = write_tables(synthetic_results(folder, hardware=("cpu",)), validated(), folder)
+    drawn = figures.load_tables(*(written[name] for name in FIGURE_TABLES))
+    figures.render_all(drawn, lambda name: [folder / f"{name}.svg"], folder / "figures.json")
+    manifest = {f["name"]: f["not_drawn"] for f in read_json(folder / "figures.json")["figures"]}
+    assert manifest["suite"] is None and "A suite of 12 models" in manifest["latency"]
+    figure = figures.suite_speedups(drawn)
+    assert legibility.problems(figure) == [] and len(figure.axes[0].get_lines()) == 3 + 1  # a line a mode, and 1×
+    tabs = {name: written[name] for name in table_names(paper_only=True)}
+    context = paper.context(tabs, sorted(folder.glob("*.svg")), folder / "figures.json", envs, validated(), "x")
+    html = paper.render_html(context, REPORT / "paper.html.j2", REPORT / "paper.css")
+    page_one = html[: html.index('<section id="setup">')]
+    assert "Table 1. The run as a suite, per mode" in page_one and 'id="answer-table"' not in html
+    assert "compile-default on cpu: 12 of 12 models passed, geometric-mean speedup" in page_one
+    assert 'id="figure-suite"' in page_one and "Appendix F. The suite, model by model" in html
+    appendix_f = html[html.index('id="suite-models-table"') :].split("</table>")[0]
+    assert appendix_f.count("<tr><td>cpu</td><td>net") == 3 * 12  # jit, compile-default, compile-max-autotune
+
+    tabs, figs, _ = paper_inputs  # two models: today's page 1, no suite anywhere
+    few = paper.context(tabs, figs, figs[0].parent / "figures.json", envs, validated(), "x")
+    assert few["is_suite"] is False and "suite" not in {f["name"] for f in few["not_drawn"]}

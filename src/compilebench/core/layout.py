@@ -57,6 +57,7 @@ FIGURE_TABLES = (
     "compile_depth",
     "start_paths",
     "training",
+    "suite_models",
 )
 
 # Every figure is declared in `report.figure_catalog`. The figures rule also writes FIGURE_MANIFEST: which figures

@@ -41,3 +41,7 @@ LEVEL_SHIFT_PENALTY = 3.0
 # A mode whose processes' levels split at a gap wider than this share of the faster level ran at two speeds
 # (`bimodal`): its result states both, not their average.
 BIMODAL_GAP = 0.25
+
+# A run of at least this many models is a suite: its paper opens with the suite table, and `history add` keeps its
+# pass rate and geometric-mean speedup per hardware × mode as series of their own.
+SUITE_MIN_MODELS = 10

@@ -17,6 +17,18 @@ class FigureSpec:
 
 FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec(
+        "suite",
+        "suite",
+        "draws every passing model's speedup, sorted, one line per mode",
+        (
+            "The run as a suite: for each mode, the speedup over eager of every model that passed (ran, and its output "
+            "passed the accuracy rule), sorted from slowest to fastest, with each model's bootstrap 95% interval as a "
+            "band (log scale; one panel per hardware entry). The dashed line is no change; each mode's legend entry "
+            "gives its geometric-mean speedup with the interval of the suite table. Each model's row is in "
+            "``suite_models.csv``."
+        ),
+    ),
+    FigureSpec(
         "latency",
         "answer",
         "draws Table 1's medians with their intervals, each model's modes side by side",

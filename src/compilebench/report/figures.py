@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from . import legibility  # noqa: E402
 from .figure_catalog import NAMES as FIGURE_NAMES  # noqa: E402
 from .figure_catalog import SECTIONS as FIGURE_SECTIONS  # noqa: E402
 from .start_tables import deployed_peaks  # noqa: E402
+from .suite_tables import is_suite, model_count  # noqa: E402
 from .tables import inference_only  # noqa: E402
 
 BUILTIN_COLORS = dict(zip(MODE_NAMES, sns.color_palette("colorblind", len(MODE_NAMES))))
@@ -49,6 +50,7 @@ class Tables:
     compile_depth: pd.DataFrame
     start_paths: pd.DataFrame
     training: pd.DataFrame
+    suite_models: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -230,13 +232,15 @@ def compile_cost(t: Tables) -> plt.Figure | str:
     ax.set_ylabel("speedup over eager (×)")
     _legend(ax, fontsize=8)
     fig.tight_layout()
-    names = sp["model"] + (" · " + sp["hardware"] if several else "")
-    _labels_apart(ax, list(zip(sp["compile_s"], sp["speedup"], names)))
+    if len(sp) <= MAX_LABELLED_POINTS:  # a suite's points go unnamed: suite_models.csv names each
+        names = sp["model"] + (" · " + sp["hardware"] if several else "")
+        _labels_apart(ax, list(zip(sp["compile_s"], sp["speedup"], names)))
     return fig
 
 
 # A figure of fewer points than this says so in words instead: a table shows them better.
 MIN_POINTS = 3
+MAX_LABELLED_POINTS = 24
 
 
 def _labels_apart(ax, points: list[tuple[float, float, str]], fontsize: float = 7) -> None:
@@ -277,13 +281,15 @@ def _label_log_axis(axis, values: list[float]) -> None:
     axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
 
 
-def _log_ratio_axis(ax) -> None:
-    """The x axis, a log axis of ratios: as `_plain_log_axis`, and near 1 at the ratios a reader compares."""
-    low, high = sorted(ax.get_xlim())
+def _log_ratio_axis(ax, which: str = "x") -> None:
+    """An axis (x or y) of ratios on a log scale: as `_plain_log_axis`, and near 1 at the ratios a reader
+    compares."""
+    axis, limits = (ax.xaxis, ax.get_xlim()) if which == "x" else (ax.yaxis, ax.get_ylim())
+    low, high = sorted(limits)
     if high / low > 4:
-        _plain_log_axis(ax.xaxis, (low, high))
+        _plain_log_axis(axis, (low, high))
         return
-    _label_log_axis(ax.xaxis, [v for v in (0.5, 0.8, 0.9, 1.0, 1.1, 1.25, 2.0) if low <= v <= high] or [1.0])
+    _label_log_axis(axis, [v for v in (0.5, 0.8, 0.9, 1.0, 1.1, 1.25, 2.0) if low <= v <= high] or [1.0])
 
 
 def latency_distributions(t: Tables) -> plt.Figure | str:
@@ -643,21 +649,63 @@ def _parts(row: pd.Series, side: str) -> dict[str, float]:
     return {part: float(value) for part, value in parts.items() if pd.notna(value)}
 
 
+def suite_speedups(t: Tables) -> plt.Figure | str:
+    """0. A suite's speedups: per mode, its passing models sorted by speedup, each with its interval."""
+    if not is_suite(t.runs):
+        return f"A run of {model_count(t.runs)} models, not a suite: Table 1 gives each speedup."
+    passing = t.suite_models[t.suite_models["passed"] == True].dropna(subset=["speedup"])  # noqa: E712
+    if passing.empty:
+        return "No model passed in a compiling mode."
+    hardware = list(dict.fromkeys(passing["hardware"]))
+    fig, axes = plt.subplots(1, len(hardware), figsize=(6.5 if len(hardware) == 1 else 3.4 * len(hardware), 3.4))
+    for ax, hw in zip(np.atleast_1d(axes), hardware):
+        for mode in _modes(passing[passing["hardware"] == hw]):
+            rows = passing[(passing["hardware"] == hw) & (passing["mode"] == mode)].sort_values("speedup")
+            rank = np.arange(1, len(rows) + 1)
+            geomean = float(np.exp(np.log(rows["speedup"].astype(float)).mean()))
+            ax.fill_between(rank, rows["speedup_ci95_low"], rows["speedup_ci95_high"], color=color(mode), alpha=0.2)
+            ax.plot(rank, rows["speedup"], color=color(mode), lw=1.5, label=f"{mode} (geomean {geomean:.2f}×)")
+        ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
+        ax.set_yscale("log")
+        _log_ratio_axis(ax, "y")
+        ax.set_xlabel("models, sorted by speedup")
+        ax.set_ylabel("speedup over eager (×, log scale)")
+        if len(hardware) > 1:
+            _title(ax, hw)
+        _legend(ax, fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def _not_for_a_suite(draw: Callable[[Tables], plt.Figure | str]) -> Callable[[Tables], plt.Figure | str]:
+    """A figure of one group or panel per model: a suite's would be unreadable, so it says where the numbers are."""
+
+    def drawn(t: Tables) -> plt.Figure | str:
+        if is_suite(t.runs):
+            return (
+                f"A suite of {model_count(t.runs)} models: Figure 1 draws every speedup, suite_models.csv each model."
+            )
+        return draw(t)
+
+    return drawn
+
+
 # Each figure's drawing: a figure, or in words why there is nothing to draw.
 FIGURES: dict[str, Callable[[Tables], plt.Figure | str]] = {
-    "latency": latency_by_mode,
-    "memory": peak_memory,
+    "suite": suite_speedups,
+    "latency": _not_for_a_suite(latency_by_mode),
+    "memory": _not_for_a_suite(peak_memory),
     "generation": generation_throughput,
     "hardware": hardware_comparison,
     "scaling": scaling,
     "streams": stream_time,
-    "pay_off": pay_off,
+    "pay_off": _not_for_a_suite(pay_off),
     "starts": starts,
     "compile_depth": compile_depth,
     "comparison": comparison,
     "training": training_steps,
-    "distributions": latency_distributions,
-    "compile_phases": compile_phase_bars,
+    "distributions": _not_for_a_suite(latency_distributions),
+    "compile_phases": _not_for_a_suite(compile_phase_bars),
     "compile_cost": compile_cost,
 }
 

@@ -70,6 +70,7 @@ from .rows import (
     where_time_goes,
 )
 from .runtime_tables import answer_clause, runtime_findings
+from .suite_tables import is_suite, model_count
 from .tables import inference_only
 
 
@@ -144,8 +145,41 @@ def front(read: Reader) -> dict:
             " ".join(filter(None, [advice(e), answer_clause(runtimes, e["hardware"], e["model"], _use(e))]))
             for e in answered
         ],
-        "model_count": int(runs["sweep_of"].fillna(runs["model"]).nunique()) if "sweep_of" in runs else 0,
+        "model_count": model_count(runs),
     }
+
+
+def suite(read: Reader) -> dict:
+    """A suite's page 1 (its table per hardware × mode, in words for the abstract) and its appendix: every model ×
+    mode, and each failure with its message. A run of a few models shows none of it."""
+    shown = is_suite(read.table("runs"))
+    per_mode, models = read.table("suite"), read.table("suite_models")
+    return {
+        "is_suite": shown,
+        "suite": records(per_mode) if shown else [],
+        "suite_sentences": [suite_sentence(r) for r in records(per_mode)] if shown else [],
+        "suite_models": records(models) if shown else [],
+        "suite_failures": records(models[models["passed"] != True]) if shown else [],  # noqa: E712
+    }
+
+
+def suite_sentence(row: dict) -> str:
+    """One mode of a suite in one sentence: pass rate, geomean with its interval and clipped, verdicts, compiles."""
+    said = f"{row['mode']} on {row['hardware']}: {row['passed']} of {row['models']} models passed"
+    if pd.isna(row.get("geomean_speedup")):
+        return said + "."
+    verdicts = ", ".join(f"{row[v]} {v}" for v in ("faster", "same", "slower", "unclear"))
+    compiles = (
+        f"; a cold compile took {row['compile_s_median']:.1f} s at the median ({row['compile_s_p90']:.1f} s at the "
+        "90th percentile)"
+        if not pd.isna(row.get("compile_s_median"))
+        else ""
+    )
+    return (
+        f"{said}, geometric-mean speedup {row['geomean_speedup']:.2f}× ({row['geomean_ci95_low']:.2f}–"
+        f"{row['geomean_ci95_high']:.2f}), {row['geomean_speedup_clipped']:.2f}× with every slowdown counted as 1; "
+        f"{verdicts}{compiles}."
+    )
 
 
 def machine_line(envs: list[dict], runs: pd.DataFrame) -> str:
@@ -331,7 +365,7 @@ def figures(read: Reader) -> dict:
     return {
         "figures": numbered,
         "memory_sentence": memory_sentence(numbered, read.inference("runs"), read.table("start_paths")),
-        "not_drawn": [f for f in drawn if f["not_drawn"] is not None and f["section"] != "appendix"],
+        "not_drawn": [f for f in drawn if f["not_drawn"] is not None and f["section"] not in ("appendix", "suite")],
     }
 
 
@@ -369,6 +403,7 @@ def appendix(read: Reader) -> dict:
 
 
 SECTIONS: tuple[Section, ...] = (
+    Section("suite", ("runs", "suite", "suite_models"), suite),
     Section("front", ("runs", "speedups", "runtimes", "training"), front),
     Section("findings", ("runs", "speedups", "mode_effects", "scaling"), findings),
     Section("settings", ("runs", "scaling", "streams", "mode_effects"), settings),

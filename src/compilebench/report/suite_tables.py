@@ -11,6 +11,7 @@ import pandas as pd
 from ..analysis import stats
 from ..analysis.stats import missing
 from ..core import layout
+from ..core.thresholds import SUITE_MIN_MODELS
 from .tables import inference_only
 
 # Why a model × mode did not pass: its model could not run even in eager (build), the mode could not compile or
@@ -88,6 +89,18 @@ def suite(models: pd.DataFrame, resamples: int = 2000) -> pd.DataFrame:
             else None,
         })  # fmt: skip
     return pd.DataFrame(rows, columns=SUITE_COLUMNS)
+
+
+def model_count(runs: pd.DataFrame) -> int:
+    """How many models the run measured for inference, a sweep's points counted as one model."""
+    runs = inference_only(runs)
+    named = runs["sweep_of"].where(runs["sweep_of"].notna(), runs["model"]) if "sweep_of" in runs else runs["model"]
+    return int(named.nunique())
+
+
+def is_suite(runs: pd.DataFrame) -> bool:
+    """Whether the run is a suite: at least SUITE_MIN_MODELS models."""
+    return model_count(runs) >= SUITE_MIN_MODELS
 
 
 def _cause(run: dict, eager_status: str | None) -> str | None:
