@@ -285,3 +285,35 @@ def test_report_out_and_names_are_refused_in_one_paragraph_and_pages_never_colli
     bad = synthetic_run(tmp_path / "bad", 9, 1.0, np.random.default_rng(0))
     done = compilebench("history", "add", bad, "--store", path, "--hardware", "cpu", "--as", "<b>x</b>/../..")
     assert done.returncode == 2 and "is not a hardware name" in done.stderr
+
+
+def test_a_suite_keeps_its_pass_rate_and_geomean_as_series_and_a_drop_in_the_geomean_is_found(tmp_path, monkeypatch):
+    """A run of a dozen models is a suite: each add files its pass rate and geometric-mean speedup per mode under
+    the model `(suite)`, the geomean with its interval; compile-default's speedups 15% lower from run 6 on show as
+    a regression of its geomean there, and a run of two models files no suite series."""
+    import synthetic
+
+    monkeypatch.setattr(synthetic, "MODELS", {f"net{i:02d}": ("image-classification", 10.0 + i) for i in range(12)})
+    rng, path = np.random.default_rng(2), tmp_path / "history.sqlite"
+    for number in range(1, RUNS + 1):
+        folder = synthetic_run(tmp_path / f"run{number}", number, 1.0, rng)
+        factor = (0.85 if number >= STEP_AT else 1.0) * float(np.exp(rng.normal(0, 0.01)))
+        for result_path in (folder / "results" / "runs").rglob("compile-default.json"):
+            result = json.loads(result_path.read_text())
+            result["speedup"] = {"value": result["speedup"]["value"] * factor,
+                                 "ci95": [x * factor for x in result["speedup"]["ci95"]]}  # fmt: skip
+            result_path.write_text(json.dumps(result))
+        store.add(folder, path)
+    with store.opened(path) as connection:
+        series = changes.read_series(connection)
+    suite = {key: points for key, points in series.items() if key[1] == store.SUITE}
+    assert set(suite) == {("cpu", store.SUITE, mode, metric) for mode in ("jit", "compile-default",
+                          "compile-max-autotune") for metric in ("suite_pass_rate", "suite_geomean")}  # fmt: skip
+    geomean = suite[("cpu", store.SUITE, "compile-default", "suite_geomean")]
+    assert len(geomean) == RUNS and all(p.ci_low < p.value < p.ci_high for p in geomean)
+    assert all(p.value == 1.0 for p in suite[("cpu", store.SUITE, "jit", "suite_pass_rate")])
+    found_changes = changes.all_changes(series)[("cpu", store.SUITE, "compile-default", "suite_geomean")]
+    assert len(found_changes) == 1 and found_changes[0].at == STEP_AT - 1 and found_changes[0].regression
+
+    monkeypatch.setattr(synthetic, "MODELS", {"resnet": ("image-classification", 20.0)})
+    assert store.suite_values({("cpu", "resnet", "jit"): {"status": "ok"}}) == []

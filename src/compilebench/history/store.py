@@ -20,8 +20,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..analysis.run_folders import run_results
+from ..analysis.stats import population_geomean
 from ..core.errors import UserError
 from ..core.files import read_environment_record
+from ..core.thresholds import SUITE_MIN_MODELS
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 120  # how long an append waits for another one to finish
@@ -74,7 +76,10 @@ METRICS = {
     "compile_warm_s": ("higher", 0.15),
     "start_s": ("higher", 0.15),
     "peak_bytes": ("higher", 0.15),
+    "suite_geomean": ("lower", 0.05),  # a suite's geometric-mean speedup over its passing models
+    "suite_pass_rate": ("lower", 0.01),  # the share of its models that passed
 }
+SUITE = "(suite)"  # the model name a suite's own series are kept under: no model's name has parentheses
 
 
 def metric_kind(metric: str) -> str:
@@ -156,6 +161,9 @@ def add(project: str | Path, store: str | Path, hardware: str | None = None, fil
                                tuple(run.values()))  # fmt: skip
             for key, result in sorted(results.items()):
                 _insert_result(connection, run["run_id"], key, result, environments)
+            for hardware, mode, metric, value in suite_values(results):
+                connection.execute("INSERT INTO measurements VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                   (run["run_id"], hardware, SUITE, mode, metric, *value))  # fmt: skip
             connection.execute("COMMIT")
         except BaseException:
             connection.execute("ROLLBACK")
@@ -242,6 +250,35 @@ def _refuse_bad_values(key: tuple, result: dict, project, store) -> None:
                     f"{where} gives {metric} {name} {number!r}: expected a finite number above zero. Nothing was "
                     f"added to {store}; measure the experiment again, or remove the edited result."
                 )
+
+
+def suite_values(results: dict) -> list[tuple[str, str, str, tuple]]:
+    """A suite's own figures (a run of SUITE_MIN_MODELS models or more), per hardware × compiling mode, from its
+    inference results, each as (hardware, mode, metric, (value, ci_low, ci_high)): the pass rate (a model passes
+    when it ran and passed the accuracy rule) and the geometric-mean speedup over the passing models with its
+    interval (`stats.population_geomean`). No per-process values: a change in either is confirmed over runs. A mode
+    no model passed has neither (the gate's lost results name each model)."""
+    inference = {key: r for key, r in results.items() if not (r.get("spec") or {}).get("train_of")}
+    if len({model for _, model, _ in inference}) < SUITE_MIN_MODELS:
+        return []
+    out = []
+    for hardware, mode in sorted({(h, mode) for h, _, mode in inference if mode != "eager"}):
+        rows = [r for (h, _, m), r in inference.items() if (h, m) == (hardware, mode)]
+        passed = [r for r in rows if _passed(r)]
+        if passed:
+            speedups = [r["speedup"]["value"] for r in passed]
+            lows, highs = ([(r["speedup"].get("ci95") or (None, None))[i] for r in passed] for i in (0, 1))
+            out.append((hardware, mode, "suite_pass_rate", (len(passed) / len(rows), None, None)))
+            out.append((hardware, mode, "suite_geomean", population_geomean(speedups, lows, highs)))
+    return out
+
+
+def _passed(result: dict) -> bool:
+    return (
+        result["status"] == "ok"
+        and (result.get("correctness") or {}).get("passed") is True
+        and bool((result.get("speedup") or {}).get("value"))
+    )
 
 
 def measured_values(result: dict) -> list[tuple[str, tuple, list[float]]]:
