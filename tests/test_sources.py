@@ -132,3 +132,20 @@ def test_a_timm_test_model_is_built_offline_at_the_size_it_declares_and_measured
 
     built = models.build("small", exp.spec, 0, "cpu")
     assert built.inputs[0].shape == (2, 3, 160, 160)  # test_resnet declares 160 x 160
+
+
+@pytest.mark.slow  # measures a real model
+def test_a_model_the_flop_counter_cannot_follow_is_measured_without_its_flops():
+    """timm's test_vit3 hands a parameter to a submodule, which torch's FLOP counter cannot hook without autograd:
+    the count is left out, and the experiment is measured."""
+    pytest.importorskip("timm")
+    import torch
+
+    from compilebench.worker import profiling
+
+    exp = configuration.experiment(configuration.validate(timm_config(arch="test_vit3")), "small", "eager", "cpu")
+    result = measured(exp)
+    assert result["status"] == "ok", result.get("error")
+    assert "flops_per_call" not in result["workload"]
+    with torch.no_grad():
+        assert profiling.flops_per_call(torch.nn.Linear(4, 2), (torch.randn(3, 4),)) == 2 * 3 * 4 * 2

@@ -459,8 +459,8 @@ def workload(model: BuiltModel, spec: ModelSpec, quantized: dict | None = None) 
     quantized weights (and the float ones beside them)."""
     weights = quantized["weight_bytes_quantized"] if quantized else parameter_bytes(model.causal_lm or model.module)
     work = {"compute_dtype": compute_dtype(spec), "parameter_bytes": weights}
-    if model.causal_lm is None:
-        work["flops_per_call"] = profiling.flops_per_call(model.module, model.inputs)
+    if model.causal_lm is None and (flops := profiling.flops_per_call(model.module, model.inputs)) is not None:
+        work["flops_per_call"] = flops
     return work
 
 
