@@ -185,3 +185,13 @@ def test_max_extra_processes_bounds_the_measuring_again_of_the_whole_experiment(
     jobs._measured_again_while_shifted(exp, out, 2, 0, time.monotonic() + 100, measure_once)
     assert measured == [False, True]  # one more, not two: the experiment's bound is 2 in all
     assert [p.name for p in layout.set_aside_records(out)] == ["2.set-aside-1.json"]
+
+
+def test_a_step_in_five_thousand_calls_of_a_fast_model_is_found_where_it_is():
+    """A fast model's eager side can hold thousands of calls: the change is looked for at every tenth or so of
+    them (`levels.MAX_CANDIDATES` places), and found within that step of where it is."""
+    rng = np.random.default_rng(0)
+    calls = np.concatenate([rng.normal(1.5, 0.02, 1430), rng.normal(1.8, 0.02, 3830)])
+    change = levels.strongest_change(list(calls))
+    assert change is not None and abs(change["at_call"] - 1430) <= len(calls) // levels.MAX_CANDIDATES
+    assert change["before_ms"] == pytest.approx(1.5, rel=0.02) and change["after_ms"] == pytest.approx(1.8, rel=0.02)

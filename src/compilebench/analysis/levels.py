@@ -35,6 +35,9 @@ def noise_scale(log_ms: np.ndarray) -> float:
     return 1.4826 * mad / math.sqrt(2)
 
 
+MAX_CANDIDATES = 400  # the most places a change is looked for in one series
+
+
 def strongest_change(samples_ms: Sequence[float], penalty: float = LEVEL_SHIFT_PENALTY) -> dict | None:
     """The change point of `samples_ms` (in the order taken) whose sides differ most in median, with both
     medians; None where PELT finds none or the series is too short to have two stretches."""
@@ -47,7 +50,10 @@ def strongest_change(samples_ms: Sequence[float], penalty: float = LEVEL_SHIFT_P
     scale = noise_scale(log_ms)
     if scale == 0.0:
         return None
-    search = ruptures.Pelt(model="l1", min_size=MIN_STRETCH, jump=1).fit(log_ms.reshape(-1, 1))
+    # A change may fall at every call of a short series, and at every `jump`-th of a long one: PELT's L1 cost takes
+    # a median per candidate pair, so five thousand calls of a fast model would take many minutes at every call.
+    jump = max(1, ms.size // MAX_CANDIDATES)
+    search = ruptures.Pelt(model="l1", min_size=max(MIN_STRETCH, jump), jump=jump).fit(log_ms.reshape(-1, 1))
     breaks = search.predict(pen=penalty * scale * math.log(ms.size))[:-1]
     if not breaks:
         return None
