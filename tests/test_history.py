@@ -315,5 +315,4 @@ def test_a_suite_keeps_its_pass_rate_and_geomean_as_series_and_a_drop_in_the_geo
     found_changes = changes.all_changes(series)[("cpu", store.SUITE, "compile-default", "suite_geomean")]
     assert len(found_changes) == 1 and found_changes[0].at == STEP_AT - 1 and found_changes[0].regression
 
-    monkeypatch.setattr(synthetic, "MODELS", {"resnet": ("image-classification", 20.0)})
     assert store.suite_values({("cpu", "resnet", "jit"): {"status": "ok"}}) == []
