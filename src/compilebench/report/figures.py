@@ -265,13 +265,15 @@ LABEL_STEPS = 40
 
 
 def _plain_log_axis(axis, limits: tuple[float, float]) -> None:
-    """A log axis labelled at 1, 2 and 5 times each power of ten in view, in plain numbers, its minor ticks
-    unlabelled: matplotlib labels every minor tick of an axis spanning less than a decade, and they crowd."""
+    """A log axis labelled at 1, 2 and 5 times each power of ten in view (at each power alone where it spans more
+    than two decades, so that the labels keep apart), in plain numbers, its minor ticks unlabelled: matplotlib
+    labels every minor tick of an axis spanning less than a decade, and they crowd."""
     low, high = sorted(limits)
     if low <= 0:
         return
+    steps = (1, 2, 5) if high / low <= 100 else (1,)
     values = [m * 10.0**e for e in range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
-              for m in (1, 2, 5) if low <= m * 10.0**e <= high]  # fmt: skip
+              for m in steps if low <= m * 10.0**e <= high]  # fmt: skip
     _label_log_axis(axis, values or [low, high])
 
 
