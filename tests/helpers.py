@@ -67,6 +67,13 @@ TINY_MODELS = {
     },
 }
 
+# The tests run two at a time on two cores (pyproject's `-n 2`): each measuring process takes one thread, so that
+# neither's threads wait on cores the other holds (OpenMP threads that do time each other, not the model).
+CPU = {"device": "cpu", "threads": 1}
+
+# The example of a user's own model (`source: python`), as the shipped config names it.
+OWN_MODEL = {"source": "python", "file": "examples/own_model.py", "factory": "build_model", "inputs": "example_inputs"}
+
 FAST_MEASURE = {
     "warmup": 1,
     "iterations": 4,
@@ -88,7 +95,7 @@ def tiny_config(models: dict | None = None, **overrides) -> dict:
         "modes": ["eager", "jit", "compile-default", "compile-reduce-overhead", "compile-max-autotune"],
         "measure": dict(FAST_MEASURE),
         "models": copy.deepcopy(models if models is not None else TINY_MODELS),
-        "hardware": {"cpu": {"device": "cpu"}},
+        "hardware": {"cpu": dict(CPU)},
     }
     config.update(overrides)
     return config
@@ -129,7 +136,7 @@ PAPER_SECTIONS = (
 )
 
 DRY_RUNS: list[str] = []
-PROJECT_PARTS = ["Snakefile", "rules", "scripts", "src", "config", "envs", "report"]
+PROJECT_PARTS = ["Snakefile", "rules", "scripts", "src", "config", "envs", "report", "examples"]
 
 
 def tiny_workflow_config(mirror: Path) -> dict:
@@ -149,7 +156,7 @@ def tiny_workflow_config(mirror: Path) -> dict:
             "llama": {**TINY_MODELS["llama"], "modes": ["eager", "jit", "compile-default"]},
             "vit": {**TINY_MODELS["vit"], "modes": ["eager", "compile-default"], "sweep": {"batch_size": [1, 2]}},
         },
-        "hardware": {"cpu": {"device": "cpu"}, "gpu": {"device": "cuda", "optional": True}},
+        "hardware": {"cpu": dict(CPU), "gpu": {"device": "cuda", "optional": True}},
         "mode_definitions": {"compile-freezing": {"kind": "compile", "compile": {"options": {"freezing": True}}}},
         "assets": assets,
     }
@@ -173,15 +180,13 @@ def shared_run_config(weights_folder: Path) -> dict:
     config = tiny_workflow_config(ASSETS_MIRROR)
     config["models"]["broken"] = {**TINY_MODELS["resnet"], "weights": str(wrong), "modes": ["eager", "compile-default"]}
     # One model's compiles start again, warm, and keep their TORCH_TRACE log, rendered by tlparse.
-    # ... and compile-default starts once on every path, from process start to first output (its `artifacts` start
-    # is the start from torch's cache artifacts, so no job starts from the bundle besides).
-    config["models"]["resnet"]["measure"] = {
-        "warm_start": True,
-        "bundle_start": False,
-        "compile_trace": True,
-        "starts": {"compile-default": list(START_PATHS)},
-        "start_repeats": 1,
-    }
+    config["models"]["resnet"]["measure"] = {"warm_start": True, "bundle_start": False, "compile_trace": True}
+    # The user's own model (the example docs/experiments.md walks through) starts once on every path in
+    # compile-default, from process start to first output: small, so its six fresh processes compile quickly.
+    config["models"]["own"] = {
+        **OWN_MODEL, "modes": ["eager", "compile-default"],
+        "measure": {"starts": {"compile-default": list(START_PATHS)}, "start_repeats": 1},
+    }  # fmt: skip
     config["models"]["llama"]["measure"] = {"processes": 2}
     config["models"]["llama"]["train"] = {"batch_size": 2, "modes": ["compile-default"]}  # its training step too
     config["mode_definitions"].update(QUANTIZED_MODES)

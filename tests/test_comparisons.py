@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import TINY_MODELS, compilebench, tiny_config, write_config
+from helpers import CPU, TINY_MODELS, compilebench, tiny_config, write_config
 from synthetic import resealed, scaled_latencies, synthetic_results, synthetic_starts
 
 from compilebench import cli
@@ -368,7 +368,7 @@ def test_two_identical_hardware_entries_are_never_told_apart(tmp_path):
     """A within-run A/A: the same CPU under two names, each experiment in two processes, compared as the workflow's
     comparison table compares them; no verdict may call one faster or slower than the other."""
     raw = tiny_config({"resnet": TINY_MODELS["resnet"]}, modes=["eager"])
-    raw["hardware"] = {"cpu": {"device": "cpu"}, "cpu-again": {"device": "cpu"}}
+    raw["hardware"] = {"cpu": dict(CPU), "cpu-again": dict(CPU)}
     raw["measure"].update(processes=2, interleave_block=4, min_blocks=4, min_time_s=0.2)
     config = configuration.validate(raw)
     reference = tmp_path / "reference.pt"

@@ -197,10 +197,10 @@ def test_a_damaged_process_record_stops_its_result_job_and_the_next_run_measures
 
 def test_a_starts_record_is_held_to_what_a_result_is(finished, tmp_path):
     project = finished[0]
-    source = project / "results/starts/cpu/resnet/compile-default.json"
+    source = project / "results/starts/cpu/own/compile-default.json"
     good = json.loads(source.read_text())
     expected = {k: good[k] for k in ("hardware", "model", "mode", "experiment_sha256", "paths", "repeats")}
-    eager = json.loads((project / "results/runs/cpu/resnet/eager.json").read_text())
+    eager = json.loads((project / "results/runs/cpu/own/eager.json").read_text())
     rows = good["rows"]
     cases = {
         "foreign": ({**good, "experiment_sha256": eager["experiment_sha256"], "mode": "eager"}, "experiment_sha256"),
@@ -235,12 +235,13 @@ def test_compare_reads_a_run_through_the_checks_the_tables_use(finished, tmp_pat
         run_folders.run_results(tmp_path / "run")
     (runs / "jit.json").write_text(json.dumps(result))
     assert run_folders.run_results(tmp_path / "run")[("cpu", "resnet", "jit")] == result
-    starts = tmp_path / "run" / "results" / "starts" / "cpu" / "resnet" / "compile-default.json"
-    starts.parent.mkdir(parents=True)
-    starts.write_bytes((project / "results/starts/cpu/resnet/compile-default.json").read_bytes())
+    for part in ("starts", "runs"):  # a result whose starts were timed carries them
+        own = tmp_path / "timed" / "results" / part / "cpu" / "own" / "compile-default.json"
+        own.parent.mkdir(parents=True)
+        own.write_bytes((project / "results" / part / "cpu" / "own" / "compile-default.json").read_bytes())
+    assert run_folders.run_results(tmp_path / "timed")[("cpu", "own", "compile-default")]["start_rows"]
     default = json.loads((project / "results/runs/cpu/resnet/compile-default.json").read_text())
     (runs / "compile-default.json").write_text(json.dumps(default))
-    assert run_folders.run_results(tmp_path / "run")[("cpu", "resnet", "compile-default")]["start_rows"]
     (runs / "jit.json").replace(runs / "compile-default.json")  # jit's result where compile-default's lies
     with pytest.raises(UserError, match="holds no results"):  # not at its own path: never read as a result
         run_folders.run_results(tmp_path / "run")

@@ -121,6 +121,7 @@ def test_where_jobs_run_and_the_cores_are_asked_only_when_a_rule_needs_them():
     def no_total():
         raise RuntimeError("no total of cores on a cluster")
 
-    cluster = workflow(where=lambda: False, cores_given=no_total)
+    raw = tiny_config(hardware={"cpu": {"device": "cpu"}})  # no `threads`: the job's are the machine's
+    cluster = workflow(raw, where=lambda: False, cores_given=no_total)
     assert cluster.get_job_threads(Wildcards(hardware="cpu")) == 1 and not cluster.runs_here
-    assert workflow(where=lambda: True, cores_given=lambda: 6).get_job_threads(Wildcards(hardware="cpu")) == 6
+    assert workflow(raw, where=lambda: True, cores_given=lambda: 6).get_job_threads(Wildcards(hardware="cpu")) == 6

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import slurm_cluster
 import yaml
-from helpers import ASSETS_MIRROR, ROOT, TINY_MODELS, WORKFLOW_MEASURE, copy_project, expected_runs
+from helpers import ASSETS_MIRROR, CPU, ROOT, TINY_MODELS, WORKFLOW_MEASURE, copy_project, expected_runs
 
 pytestmark = [
     pytest.mark.slow,
@@ -33,7 +33,7 @@ def two_partition_config() -> dict:
         "models": {"resnet": {**TINY_MODELS["resnet"], "image": "dog.jpg", "labels": "imagenet_classes.txt"}},
         "hardware": {
             **{
-                name: {"device": "cpu", "resources": {"slurm_partition": partition, "mem_mb": 2000, "runtime": 20}}
+                name: {**CPU, "resources": {"slurm_partition": partition, "mem_mb": 2000, "runtime": 20}}
                 for name, partition in PARTITIONS.items()
             },
             # The node has no GPU: its environment job, not the host snakemake runs on, says so.

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import FAST_MEASURE, ROOT, measured
+from helpers import CPU, FAST_MEASURE, ROOT, measured
 
 from compilebench.configuration import config as configuration
 from compilebench.configuration.yaml_files import read_yaml
@@ -26,7 +26,7 @@ def own(tmp_path: Path, source: str | None = None, **entry) -> dict:
         "modes": ["eager", "compile-default"],
         "measure": dict(FAST_MEASURE),
         "models": {"mine": {k: v for k, v in model.items() if v is not None}},
-        "hardware": {"cpu": {"device": "cpu"}},
+        "hardware": {"cpu": dict(CPU)},
     }
 
 

@@ -31,10 +31,10 @@ def experiment(mode: str = "compile-default", model: str = "resnet", definitions
 
 @pytest.fixture(scope="module")
 def every_path(finished):
-    """The shared run's tiny resnet18 in compile-default, started once on every path and checked against its
-    reference by its starts job."""
+    """The shared run's own model (`source: python`) in compile-default, started once on every path and checked
+    against its reference by its starts job."""
     project, _, _ = finished
-    return json.loads((project / "results" / "starts" / "cpu" / "resnet" / "compile-default.json").read_text())
+    return json.loads((project / "results" / "starts" / "cpu" / "own" / "compile-default.json").read_text())
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ import pytest
 import yaml
 from helpers import (
     ASSETS_MIRROR,
+    CPU,
     ROOT,
     TINY_MODELS,
     WORKFLOW_MEASURE,
@@ -44,7 +45,7 @@ def scaled_down() -> dict:
         **study,
         "measure": {**WORKFLOW_MEASURE, "timeout_s": 600},
         "models": {"vit": {**TINY_MODELS["vit"], "stream": {"batch_size": STREAM, "passes": 2}}},
-        "hardware": {"cpu": {"device": "cpu"}},
+        "hardware": {"cpu": dict(CPU)},
         "assets": {**study["assets"], "mirror": str(ASSETS_MIRROR)},
     }
 

@@ -11,6 +11,7 @@ import torch
 import yaml
 from helpers import (
     ASSETS_MIRROR,
+    CPU,
     ROOT,
     TINY_MODELS,
     WORKFLOW_MEASURE,
@@ -126,7 +127,7 @@ def scaled_down(name: str, folder: Path) -> dict:
     for entry in scaled["models"].values():
         entry.get("sweep", {}).update({key: values[:1] for key, values in entry.get("sweep", {}).items()})
     scaled["measure"] = {**WORKFLOW_MEASURE, "profile": True, "profile_iterations": 1}
-    scaled["hardware"] = {h: {**entry, "device": "cpu", "conda_env": "cpu"} for h, entry in study["hardware"].items()}
+    scaled["hardware"] = {h: {**entry, **CPU, "conda_env": "cpu"} for h, entry in study["hardware"].items()}
     scaled["assets"]["mirror"] = str(ASSETS_MIRROR)
     return scaled
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import FAST_MEASURE, ROOT, TINY_MODELS, write_config
+from helpers import CPU, FAST_MEASURE, ROOT, TINY_MODELS, write_config
 
 VALIDATION = ROOT / "benchmarks" / "validation"
 NUMBER = r"(\d+\.\d+)"
@@ -45,7 +45,7 @@ def tiny(tmp_path_factory) -> Path:
             "llama": {**TINY_MODELS["llama"], "modes": ["eager"],
                       "train": {"batch_size": 2, "modes": ["compile-default"]}},
         },
-        "hardware": {"cpu": {"device": "cpu"}},
+        "hardware": {"cpu": dict(CPU)},
     }  # fmt: skip
     path = tmp_path_factory.mktemp("validation") / "config.yaml"
     write_config(path, config)
@@ -89,7 +89,7 @@ def test_noise_coverage_reports_both_intervals_coverage(tiny):
 
 @pytest.mark.slow  # measures real models
 def test_engine_overhead_sets_the_engine_beside_timer():
-    out = run_check("engine_overhead.py", "--rounds", "1", "--seconds", "0.1")
+    out = run_check("engine_overhead.py", "--rounds", "1", "--seconds", "0.1", "--threads", "1")
     figures(r"engine median / Timer median = " + NUMBER, out)
     assert re.search(r"per-iteration overhead on a no-op model: -?\d+\.\d+ us", out), out
 
@@ -136,7 +136,7 @@ def test_history_calibration_runs_the_config_again_and_injects_a_step(tmp_path):
         "modes": ["eager"],
         "measure": {**FAST_MEASURE, "processes": 1},
         "models": {"resnet": TINY_MODELS["resnet"]},
-        "hardware": {"cpu": {"device": "cpu"}},
+        "hardware": {"cpu": dict(CPU)},
     }
     write_config(tmp_path / "aa.yaml", config)
     out = run_check("history_calibration.py", "--config", str(tmp_path / "aa.yaml"), "--runs", "2",

@@ -14,6 +14,7 @@ import torch
 import yaml
 from helpers import (
     ASSETS_MIRROR,
+    CPU,
     ROOT,
     TINY_MODELS,
     WORKFLOW_MEASURE,
@@ -45,6 +46,8 @@ def two_torch_config() -> dict:
     config["models"] = {"vit": TINY_MODELS["vit"]}
     config["measure"] = dict(WORKFLOW_MEASURE)
     config["hardware"]["cpu-unbuilt"] = {"device": "cpu", "python_env": "no-such-env"}
+    for entry in config["hardware"].values():
+        entry.update(threads=CPU["threads"])
     return config
 
 

@@ -61,7 +61,7 @@ def test_compiled_runs_carry_their_warm_starts_phases_and_break_even_into_tables
         # The tests share one inductor cache, so here no start is cold: test_compile_cost compares them.
         assert row["compile_warm_s"] > 0
         assert row["break_even_calls"] >= 0 and row["break_even_calls_warm"] >= 0
-    # The start from torch's cache artifacts is compile-default's `artifacts` start here (measure.starts).
+    # No start from the cache bundle: measure.bundle_start is false (the every-path starts time one, on `own`).
     assert pd.isna(runs.loc[("resnet", "compile-default"), "compile_bundle_s"])
     frozen = json.loads((project / "results" / "runs" / "cpu" / "resnet" / "compile-freezing.json").read_text())
     assert "no start from the cache bundle: measure.bundle_start is false" in frozen["warm_starts"]["notes"]
@@ -88,7 +88,7 @@ def test_compiled_runs_carry_their_warm_starts_phases_and_break_even_into_tables
 def test_starts_run_as_a_job_of_their_own_into_their_tables_figure_and_section(finished):
     project, _, _ = finished
     written = sorted(p.relative_to(project / "results" / "starts") for p in (project / "results").glob("starts/*/*/*"))
-    assert [str(p) for p in written] == ["cpu/resnet/compile-default.json"]  # the one mode that asks for them
+    assert [str(p) for p in written] == ["cpu/own/compile-default.json"]  # the one mode that asks for them
     rows = pd.read_csv(project / "results" / "tables" / "starts.csv")
     assert list(rows["path"]) == list(records.START_PATHS) and (rows["status"] == "ok").all() and rows["correct"].all()
     assert rows.set_index("path").loc["warm", "artifact_bytes"] > 0
@@ -99,7 +99,7 @@ def test_starts_run_as_a_job_of_their_own_into_their_tables_figure_and_section(f
     )
     html = (project / "results" / "report" / "paper.html").read_text()
     section = html.split('id="starts"')[1].split('id="compile-depth"')[0]
-    assert 'id="figure-starts"' in section and "On cpu, resnet in compile-default, from process start" in section
+    assert 'id="figure-starts"' in section and "On cpu, own in compile-default, from process start" in section
 
 
 def test_strict_mode_fails_on_any_experiment_that_is_not_ok(finished):
