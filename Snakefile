@@ -50,10 +50,11 @@ include: "rules/aggregate.smk"
 include: "rules/report.smk"
 
 
-# Every result too: one that is deleted, or lost to a killed job, is redone, not passed over
-# as an intermediate file while the tables made from it still stand.
+# Every result and starts record too: one that is deleted, or lost to a killed job, is redone,
+# not passed over as an intermediate file while the tables made from it still stand.
 rule all:
     input:
         pipe.get_final_output(),
         pipe.get_run_results,
+        pipe.get_start_records,
         pipe.get_compile_trace_reports,

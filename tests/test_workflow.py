@@ -102,6 +102,19 @@ def test_starts_run_as_a_job_of_their_own_into_their_tables_figure_and_section(f
     assert 'id="figure-starts"' in section and "On cpu, own in compile-default, from process start" in section
 
 
+def test_a_deleted_starts_record_is_timed_again_with_the_tables_and_paper_on_it(finished):
+    project, _, _ = finished
+    record = project / "results" / "starts" / "cpu" / "own" / "compile-default.json"
+    kept, stat = record.read_bytes(), record.stat()
+    record.unlink()
+    try:
+        planned = planned_outputs(project)
+    finally:
+        record.write_bytes(kept)
+        os.utime(record, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert {str(record.relative_to(project)), "results/tables/starts.csv", "results/report/paper.html"} <= planned
+
+
 def test_strict_mode_fails_on_any_experiment_that_is_not_ok(finished):
     project, _, _ = finished
     done = snakemake(project, "--config", "strict=True", "--forcerun", "runs_table", check=False)
