@@ -27,6 +27,11 @@ def test_env_record_applies_hardware_settings(config_file, tmp_path):
     assert record["torch"] == torch.__version__
     assert isinstance(record["cpu"]["bf16_native"], bool) and record["cpu"]["model"]
     assert record["packages"]["torch"]
+    # Its settings are checked without `--check` too: a thread count beyond the cores is not recorded as ok.
+    raw["hardware"]["cpu-many"] = {"device": "cpu", "threads": 1_000_000}
+    done = compilebench("env", "--config", config_file(raw), "--hardware", "cpu-many", "--out", out)
+    assert done.returncode == 1 and "`hardware.cpu-many.threads` is 1000000, more threads than" in done.stderr
+    assert json.loads(out.read_text())["status"] == "failed"
 
 
 @pytest.mark.slow

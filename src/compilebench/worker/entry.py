@@ -58,10 +58,11 @@ def environment(request: EnvironmentRequest) -> None:
         log.info("%s", reason)
         record.update(status=SKIPPED, skipped_because=reason)
         check = False
-    if check:
+    if record["status"] == "ok":  # its settings always; the device and a tiny compile where asked
         try:
             environment_probe.check_settings(hardware, entry)
-            environment_probe.validate(hardware, entry["device"])
+            if check:
+                environment_probe.validate(hardware, entry["device"])
         except Exception as exc:  # the platform's failure is data: its jobs say why they did not run
             log.error("%s", exc)
             record.update(status="failed", error=error_info(exc))
