@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from helpers import CHROMIUM, compilebench
 from synthetic import synthetic_results
@@ -43,12 +44,22 @@ def synthetic_run(folder: Path, number: int, factor: float, rng: np.random.Gener
     return folder
 
 
+def tables_made(folder: Path) -> Path:
+    """The run in `folder` finished: its runs table, listing its results, made after them (the columns `history add`
+    reads of it)."""
+    results = [json.loads(path.read_text()) for path in sorted((folder / "results" / "runs").rglob("*.json"))]
+    rows = pd.DataFrame([{key: r[key] for key in ("hardware", "model", "mode")} for r in results])
+    (folder / "results" / "tables").mkdir(parents=True, exist_ok=True)
+    rows.to_csv(folder / "results" / "tables" / "runs.csv", index=False)
+    return folder
+
+
 def history(tmp_path: Path, factors: list[float], seed: int = 0, torches: list[str] | None = None) -> Path:
     rng = np.random.default_rng(seed)
     path = tmp_path / "history.sqlite"
     for number, factor in enumerate(factors, 1):
         torch = torches[number - 1] if torches else "2.14.1"
-        store.add(synthetic_run(tmp_path / f"run{number}", number, factor, rng, torch), path)
+        store.add(tables_made(synthetic_run(tmp_path / f"run{number}", number, factor, rng, torch)), path)
     return path
 
 
@@ -85,7 +96,7 @@ def test_a_newest_run_whose_results_all_failed_is_a_regression_named_with_its_er
         if result.get("status") == "ok":
             result.update(status="failed", error={"message": "the benchmark process was killed by SIGKILL"})
             result_path.write_text(json.dumps(result))
-    store.add(broken, path)
+    store.add(tables_made(broken), path)
     done = compilebench("history", "regressions", "--store", path, "--fail-on-regression")
     assert done.returncode == 1, done.stdout + done.stderr
     lost = [line for line in done.stdout.splitlines() if "ok → failed in the newest run" in line]
@@ -109,7 +120,7 @@ def two_speed_history(tmp_path: Path, factors: list[float], seed: int) -> Path:
             result["processes"] = [{"median_ms": level} for level in levels]
             result["stats"]["median_ms"] = float(np.median(levels))
             result_path.write_text(json.dumps(result))
-        store.add(run, path)
+        store.add(tables_made(run), path)
     return path
 
 
@@ -132,7 +143,7 @@ def test_on_a_machine_with_two_speeds_the_best_process_series_finds_the_step_the
 
 def test_the_same_run_twice_adds_nothing_and_two_appends_at_once_lose_nothing(tmp_path):
     rng = np.random.default_rng(0)
-    runs = [synthetic_run(tmp_path / f"run{k}", k, 1.0, rng) for k in (1, 2, 3)]
+    runs = [tables_made(synthetic_run(tmp_path / f"run{k}", k, 1.0, rng)) for k in (1, 2, 3)]
     path = tmp_path / "history.sqlite"
     assert store.add(runs[0], path).new and not store.add(runs[0], path).new
     both = [subprocess.Popen([sys.executable, "-m", "compilebench.cli", "history", "add", str(run), "--store",
@@ -143,6 +154,37 @@ def test_the_same_run_twice_adds_nothing_and_two_appends_at_once_lose_nothing(tm
         assert connection.execute("SELECT COUNT(*) FROM runs").fetchone() == (3,)
         per_run = connection.execute("SELECT COUNT(*) FROM results GROUP BY run_id").fetchall()
     assert len(set(per_run)) == 1
+
+
+def test_a_half_finished_run_is_refused_unless_asked_and_replaced_once_finished(tmp_path):
+    path = history(tmp_path, [1.0, 1.0])
+    run = synthetic_run(tmp_path / "run3", 3, 1.0, np.random.default_rng(3))
+    results = sorted((run / "results" / "runs").rglob("*.json"))
+    later = results[-3:]  # the experiments it has not measured yet
+    kept = {p: p.read_bytes() for p in later}
+    for p in later:
+        p.unlink()
+    done = compilebench("history", "add", run, "--store", path)
+    assert done.returncode == 2 and "the run looks unfinished" in done.stderr and "--partial" in done.stderr
+    assert "runs.csv does not exist" in done.stderr
+    tables_made(run)
+    (tmp_path / "stale.json").write_bytes(kept[later[0]])  # a result of an earlier config, beside the run
+    later[0].write_bytes(kept[later[0]])
+    done = compilebench("history", "add", run, "--store", path)
+    assert done.returncode == 2 and "does not list cpu/" in done.stderr and "earlier config" in done.stderr
+    later[0].unlink()
+    part = compilebench("history", "add", run, "--store", path, "--partial")
+    assert part.returncode == 0 and "added run" in part.stdout, part.stderr
+    for p, data in kept.items():  # the run goes on, and finishes
+        p.write_bytes(data)
+    done = compilebench("history", "add", run, "--store", path)
+    assert done.returncode == 2 and "does not list" in done.stderr  # its tables not made again yet
+    done = compilebench("history", "add", tables_made(run), "--store", path)
+    assert done.returncode == 0 and "in place of run" in done.stdout, done.stderr
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("SELECT COUNT(*) FROM runs").fetchone() == (3,)
+        counts = connection.execute("SELECT COUNT(*) FROM results GROUP BY run_id").fetchall()
+    assert counts == [(len(results),)] * 3  # no point twice: the half run's are gone
 
 
 def test_a_newer_store_a_broken_store_and_a_run_with_a_bad_result_are_refused_naming_them(tmp_path):
@@ -303,7 +345,7 @@ def test_a_suite_keeps_its_pass_rate_and_geomean_as_series_and_a_drop_in_the_geo
             result["speedup"] = {"value": result["speedup"]["value"] * factor,
                                  "ci95": [x * factor for x in result["speedup"]["ci95"]]}  # fmt: skip
             result_path.write_text(json.dumps(result))
-        store.add(folder, path)
+        store.add(tables_made(folder), path)
     with store.opened(path) as connection:
         series = changes.read_series(connection)
     suite = {key: points for key, points in series.items() if key[1] == store.SUITE}

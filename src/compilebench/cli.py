@@ -76,6 +76,7 @@ def _history_parser(sub) -> None:
     p.add_argument("--store", type=Path, required=True, help="the history store (an SQLite file)")
     p.add_argument("--hardware", help="add this hardware entry's results alone, as a run of their own")
     p.add_argument("--as", dest="filed_as", metavar="NAME", help="with --hardware: file them under this hardware name")
+    p.add_argument("--partial", action="store_true", help="file a run that has not finished (replaced when it has)")
     p = verbs.add_parser("regressions", help="the latest change of each series; exit 1 on a regression if asked")
     p.add_argument("--store", type=Path, required=True, help="the history store (an SQLite file)")
     p.add_argument("--since", help="only changes at or after this run (its id, or the start of it)")
@@ -131,7 +132,7 @@ def history(args: argparse.Namespace) -> int:
             raise configuration.UserError(
                 f"--as {args.filed_as!r} needs --hardware: it files one hardware entry's results under another name."
             )
-        print(store.add(args.project, args.store, args.hardware, args.filed_as).said(args.store))
+        print(store.add(args.project, args.store, args.hardware, args.filed_as, args.partial).said(args.store))
         return 0
     with store.opened(args.store) as connection:
         series = changes.read_series(connection)

@@ -131,25 +131,42 @@ class Added:
     new: bool
     results: int
     finished_at: str
+    replaced: str | None = None  # the run of the same project it held, every result of which this one holds
 
     def said(self, store: str | Path) -> str:
         if not self.new:
             return f"{store} already holds this run ({self.run_id[:12]}, finished {self.finished_at}): nothing added"
-        return f"added run {self.run_id[:12]} (finished {self.finished_at}, {self.results} results) to {store}"
+        instead = f", in place of run {self.replaced[:12]} whose results it holds" if self.replaced else ""
+        return f"added run {self.run_id[:12]} (finished {self.finished_at}, {self.results} results{instead}) to {store}"
 
 
-def add(project: str | Path, store: str | Path, hardware: str | None = None, filed_as: str | None = None) -> Added:
+def add(
+    project: str | Path,
+    store: str | Path,
+    hardware: str | None = None,
+    filed_as: str | None = None,
+    partial: bool = False,
+) -> Added:
     """Append the finished run in `project` (a project folder or its results/) to the store, made where missing.
     With `hardware`, that entry's results alone, as a run of their own; with `filed_as` too, under that hardware
-    name, so that entries one run measured side by side (torch versions, say) become points of one series."""
+    name, so that entries one run measured side by side (torch versions, say) become points of one series. An
+    unfinished run is refused unless `partial`; a run of the same project the store holds, every result of which
+    this one holds unchanged (the same run, added before it finished), is replaced, not repeated."""
     results = run_results(project)  # refuses a run whose results fail to read, naming the file
     folder = Path(project)
     folder = folder if (folder / "runs").is_dir() else folder / "results"
+    why = None if partial else unfinished(folder, results)
     environments = {path.stem: read_environment_record(path) for path in sorted((folder / "env").glob("*.json"))}
     if hardware is not None:
         results, environments = _one_entry(results, environments, hardware, filed_as or hardware, folder)
     for key, result in results.items():
         _refuse_bad_values(key, result, project, store)
+    if why:
+        raise UserError(
+            f"`history add {project}`: the run looks unfinished ({why}), and its points would stand in every series "
+            f"as a run of their own. Finish it (`snakemake` in the project makes its tables), or pass --partial to "
+            f"file what it holds: adding the finished run later replaces it."
+        )
     run = _run_row(results, environments, Path(project).resolve())
     with opened(store, create=True) as connection:
         connection.execute("BEGIN IMMEDIATE")  # the write lock first: a second append waits, then finds the run
@@ -157,6 +174,10 @@ def add(project: str | Path, store: str | Path, hardware: str | None = None, fil
             if connection.execute("SELECT 1 FROM runs WHERE run_id = ?", (run["run_id"],)).fetchone():
                 connection.execute("ROLLBACK")
                 return Added(run["run_id"], False, len(results), run["finished_at"])
+            replaced = _earlier_part(connection, run["project"], results)
+            if replaced:
+                for table in ("process_values", "measurements", "results", "runs"):
+                    connection.execute(f"DELETE FROM {table} WHERE run_id = ?", (replaced,))
             connection.execute(f"INSERT INTO runs ({', '.join(run)}) VALUES ({', '.join('?' * len(run))})",
                                tuple(run.values()))  # fmt: skip
             for key, result in sorted(results.items()):
@@ -168,7 +189,54 @@ def add(project: str | Path, store: str | Path, hardware: str | None = None, fil
         except BaseException:
             connection.execute("ROLLBACK")
             raise
-    return Added(run["run_id"], True, len(results), run["finished_at"])
+    return Added(run["run_id"], True, len(results), run["finished_at"], replaced)
+
+
+def unfinished(folder: Path, results: dict) -> str | None:
+    """Why the run in results folder `folder` is not finished, or None: a finished run's runs table lists exactly
+    its results and was made after the newest of them."""
+    table = folder / "tables" / "runs.csv"
+    if not table.is_file():
+        return f"{table} does not exist: its tables were never made"
+    import pandas as pd
+
+    listed = {tuple(row) for row in pd.read_csv(table, usecols=["hardware", "model", "mode"]).astype(str).values}
+    if extra := sorted(set(results) - listed):
+        return f"{table} does not list {_named(extra)}: results of an earlier config, or of a run not finished"
+    if missing := sorted(listed - set(results)):
+        return f"{table} lists {_named(missing)} with no result in {folder / 'runs'}"
+    newest = max((folder / "runs").rglob("*.json"), key=lambda path: path.stat().st_mtime, default=None)
+    if newest is not None and newest.stat().st_mtime > table.stat().st_mtime:
+        return f"{newest} is newer than {table}: a run still going, or stopped before its tables"
+    return None
+
+
+def _named(keys: list[tuple]) -> str:
+    return ", ".join("/".join(key) for key in keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+
+
+def _earlier_part(connection, project: str, results: dict) -> str | None:
+    """The run of `project` the store holds whose every result this run holds unchanged (the same experiment,
+    status and median): the same run, added before it finished. None where there is none."""
+    for (run_id,) in connection.execute("SELECT run_id FROM runs WHERE project = ?", (project,)).fetchall():
+        held = connection.execute(
+            "SELECT r.hardware, r.model, r.mode, r.status, r.experiment_sha256, m.value FROM results r LEFT JOIN "
+            "measurements m ON m.run_id = r.run_id AND m.hardware = r.hardware AND m.model = r.model AND "
+            "m.mode = r.mode AND m.metric = 'latency_ms' WHERE r.run_id = ?",
+            (run_id,),
+        ).fetchall()
+        if held and all(
+            _unchanged(results.get((h, m, mode)), status, sha, value) for h, m, mode, status, sha, value in held
+        ):
+            return run_id
+    return None
+
+
+def _unchanged(result: dict | None, status: str, experiment_sha256: str, median_ms: float | None) -> bool:
+    if result is None or result["status"] != status or result["experiment_sha256"] != experiment_sha256:
+        return False
+    median = (result.get("stats") or {}).get("median_ms") if status == "ok" else None
+    return median == median_ms or (median is not None and median_ms is not None and abs(median - median_ms) < 1e-12)
 
 
 def _one_entry(results: dict, environments: dict, hardware: str, name: str, folder: Path) -> tuple[dict, dict]:
