@@ -205,7 +205,8 @@ def unfinished(folder: Path, results: dict) -> str | None:
         return f"{table} does not list {_named(extra)}: results of an earlier config, or of a run not finished"
     if missing := sorted(listed - set(results)):
         return f"{table} lists {_named(missing)} with no result in {folder / 'runs'}"
-    newest = max((folder / "runs").rglob("*.json"), key=lambda path: path.stat().st_mtime, default=None)
+    paths = [folder / "runs" / h / m / f"{mode}.json" for h, m, mode in results]
+    newest = max((p for p in paths if p.is_file()), key=lambda path: path.stat().st_mtime, default=None)
     if newest is not None and newest.stat().st_mtime > table.stat().st_mtime:
         return f"{newest} is newer than {table}: a run still going, or stopped before its tables"
     return None
