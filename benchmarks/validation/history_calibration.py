@@ -76,7 +76,7 @@ def stepped_copy(run: Path, dest: Path, factor: float, mode: str) -> Path:
 def build(runs: list[Path], path: Path) -> dict:
     path.unlink(missing_ok=True)
     for run in runs:
-        store.add(run, path)
+        store.add(run, path, partial=True)  # measured up to its results (`--until benchmark_run`): no tables
     with store.opened(path) as connection:
         series = changes.read_series(connection)
     return {key: changes.changes(points, key[3]) for key, points in series.items()}
