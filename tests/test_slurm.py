@@ -16,6 +16,9 @@ import slurm_cluster
 import yaml
 from helpers import ASSETS_MIRROR, CPU, ROOT, TINY_MODELS, WORKFLOW_MEASURE, copy_project, expected_runs
 
+from compilebench.configuration import config as configuration
+from compilebench.report.standalone import write_tables
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.slurm,
@@ -133,12 +136,14 @@ def test_downloads_tables_and_report_ran_locally(on_slurm):
     assert (on_slurm / "results" / "report" / "paper.pdf").is_file()
 
 
-def test_the_cluster_run_gives_the_tables_a_local_run_gives(on_slurm, finished):
-    """The same tables, column for column, as the shared local run, with a row per result the cluster wrote."""
-    local, _, _ = finished
+def test_the_cluster_run_gives_the_tables_a_local_run_gives(on_slurm, tmp_path):
+    """The same tables, column for column and row for row, as compilebench builds here from the results the cluster
+    wrote, with a row per result."""
+    config = configuration.validate(yaml.safe_load((on_slurm / "config" / "config.yaml").read_text()))
+    local = write_tables(sorted((on_slurm / "results" / "runs").rglob("*.json")), config, tmp_path)
     for table in ("runs", "speedups", "limits", "top_ops", "summary", "latency_samples"):
-        here, there = (pd.read_csv(p / "results" / "tables" / f"{table}.csv") for p in (local, on_slurm))
-        assert list(here.columns) == list(there.columns), table
+        here, there = pd.read_csv(local[table]), pd.read_csv(on_slurm / "results" / "tables" / f"{table}.csv")
+        assert list(here.columns) == list(there.columns) and len(here) == len(there), table
     runs = pd.read_csv(on_slurm / "results" / "tables" / "runs.csv")
     assert {f"results/runs/{r.hardware}/{r.model}/{r.mode}.json" for r in runs.itertuples()} == set(results(on_slurm))
     assert runs["status"].eq("ok").all() and runs["median_ms"].gt(0).all()
