@@ -7,21 +7,21 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import CPU, FAST_MEASURE, ROOT, measured
+from helpers import CPU, FAST_MEASURE, OWN_MODEL, ROOT, measured
 
 from compilebench.configuration import config as configuration
 from compilebench.configuration.yaml_files import read_yaml
 from compilebench.core.errors import ConfigError
 from compilebench.parent import jobs
 
-EXAMPLE = ROOT / "examples" / "own_model.py"
+EXAMPLE = ROOT / OWN_MODEL["file"]
 
 
 def own(tmp_path: Path, source: str | None = None, **entry) -> dict:
     """A config with one model of source python, its file a copy of the shipped example (or `source`)."""
     file = tmp_path / "model.py"
     file.write_text(source if source is not None else EXAMPLE.read_text())
-    model = {"source": "python", "file": str(file), "factory": "build_model", "inputs": "example_inputs", **entry}
+    model = {**OWN_MODEL, "file": str(file), **entry}
     return {
         "modes": ["eager", "compile-default"],
         "measure": dict(FAST_MEASURE),

@@ -236,8 +236,7 @@ def _earlier_part(connection, project: str, results: dict) -> str | None:
 def _unchanged(result: dict | None, status: str, experiment_sha256: str, median_ms: float | None) -> bool:
     if result is None or result["status"] != status or result["experiment_sha256"] != experiment_sha256:
         return False
-    median = (result.get("stats") or {}).get("median_ms") if status == "ok" else None
-    return median == median_ms or (median is not None and median_ms is not None and abs(median - median_ms) < 1e-12)
+    return ((result.get("stats") or {}).get("median_ms") if status == "ok" else None) == median_ms  # as stored
 
 
 def _one_entry(results: dict, environments: dict, hardware: str, name: str, folder: Path) -> tuple[dict, dict]:

@@ -61,7 +61,7 @@ def num(value, digits: int = 2) -> str:
 def ms(value) -> str:
     """A latency in ms to three significant digits at least (two decimals from 1 ms up), so that a speedup of two
     sub-millisecond medians is the quotient of the figures printed beside it."""
-    if value is None or (isinstance(value, float) and math.isnan(value)) or not value:
+    if value is None or not math.isfinite(value) or value == 0:
         return num(value)
     return num(value, max(2, 2 - math.floor(math.log10(abs(value)))))
 
